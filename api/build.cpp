@@ -1,0 +1,108 @@
+// kiln::build: SOURCE -> checkpoint folder -> family (or importer) -> ModelDefinition -> .bundle.
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "bundle/bundle.h"
+#include "checkpoints/checkpoint.h"
+#include "checkpoints/source.h"
+#include "core/error.h"
+#include "graph/family_registry.h"
+#include "kiln/kiln.h"
+
+namespace kiln {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Class names from a file: a JSON list, a JSON object {"0": "tench", ...}, or one per line.
+std::vector<std::string> read_labels(const std::string& path) {
+  std::ifstream in(path);
+  KILN_CHECK(in.good(), "[build] cannot read labels file {}", path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> labels;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_discarded() && j.is_array()) {
+    for (const auto& v : j) labels.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+  } else if (!j.is_discarded() && j.is_object()) {
+    labels.resize(j.size());
+    for (auto& [k, v] : j.items()) {
+      size_t idx = 0;
+      try {
+        idx = std::stoul(k);
+      } catch (const std::exception&) {
+        fail("[build] labels file {}: key '{}' is not a class index", path, k);
+      }
+      KILN_CHECK(idx < labels.size() && v.is_string(), "[build] labels file {}: bad entry '{}'", path, k);
+      labels[idx] = v.get<std::string>();
+    }
+  } else {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty()) labels.push_back(line);
+  }
+  return labels;
+}
+
+ModelDefinition define_model(const std::string& dir) {
+  auto& registry = FamilyRegistry::instance();
+  if (fs::exists(fs::path(dir) / "config.json")) {
+    Checkpoint ckpt(dir);
+    std::string arch = ckpt.config().value("architecture", std::string());
+    if (arch.empty() && ckpt.config().contains("architectures") && ckpt.config()["architectures"].is_array() &&
+        !ckpt.config()["architectures"].empty())
+      arch = ckpt.config()["architectures"][0].get<std::string>();
+    const Family* family = registry.find_family(arch);
+    KILN_CHECK(family, "[build] {}: unknown architecture '{}' (kiln builds: {})", dir, arch,
+               fmt::join(registry.architectures(), ", "));
+    return family->build(ckpt);
+  }
+  const Importer* importer = registry.find_importer(dir);
+  KILN_CHECK(importer, "[build] {}: not a Hugging Face checkpoint (no config.json) nor a model format kiln imports", dir);
+  return importer->import(dir);
+}
+
+}  // namespace
+
+Status build(const std::string& source, const std::string& output_path, const BuildOptions& options,
+             BuildResult* result) {
+  try {
+    auto start = std::chrono::steady_clock::now();
+    KILN_CHECK(options.precision == "fp32",
+               "[build] precision '{}' is not available: this build of kiln has only the fp32 CPU backend",
+               options.precision);
+    KILN_CHECK(!options.batch_sizes.empty(), "[build] no batch sizes given");
+    for (int b : options.batch_sizes) KILN_CHECK(b >= 1 && b <= 4096, "[build] batch size {} is out of range", b);
+    ResolvedSource src = resolve_source(source, options.revision);
+    ModelDefinition def = define_model(src.dir);
+    if (!options.labels_file.empty()) {
+      auto labels = read_labels(options.labels_file);
+      size_t classes = def.task_config["labels"].size();
+      KILN_CHECK(labels.size() == classes, "[build] labels file {} has {} names for {} classes", options.labels_file,
+                 labels.size(), classes);
+      def.task_config["labels"] = labels;
+    }
+    BuildInfo info;
+    info.model_id = src.model_id;
+    info.revision = src.revision;
+    info.precision = options.precision;
+    info.batch_sizes = options.batch_sizes;
+    info.options = {{"source", source}, {"revision", options.revision}, {"labels_file", options.labels_file}};
+    uint64_t bytes = write_bundle(output_path, def, info);
+    if (result) {
+      result->architecture = def.architecture;
+      result->family = def.family;
+      result->model_id = src.model_id;
+      result->revision = src.revision;
+      result->checkpoint_dir = src.dir;
+      result->bundle_bytes = bytes;
+      result->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Error(e.what());
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,45 @@
+// SiLU and sigmoid for the CPU backend. expf is written out (Cephes' polynomial, within 2 ulp)
+// because glibc's scalar expf does not vectorise and dominated the run time of whole layers.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "graph/graph.h"
+
+namespace kiln::cpu {
+
+inline float exp_approx(float x) {
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  // n = round(x / ln2) by the 1.5 * 2^23 trick, which vectorises without SSE4.1.
+  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return p * scale;
+}
+
+inline float apply_activation(float v, Activation act) {
+  switch (act) {
+    case Activation::SiLU:
+      return v / (1.0f + exp_approx(-v));
+    case Activation::Sigmoid:
+      return 1.0f / (1.0f + exp_approx(-v));
+    case Activation::None:
+      break;
+  }
+  return v;
+}
+
+// y[i] = act(y[i] + bias[i % channels]) over rows of `channels` elements.
+void bias_activation(float* y, int64_t rows, int channels, const float* bias, Activation act);
+
+}  // namespace kiln::cpu

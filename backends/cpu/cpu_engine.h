@@ -1,0 +1,53 @@
+// The CPU backend: runs a graph in fp32, NHWC, with one activation arena planned per input
+// size. It is the reference every other backend is checked against, and a usable engine.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "graph/graph.h"
+#include "graph/memory_plan.h"
+
+namespace kiln {
+
+struct WeightView {
+  std::vector<int64_t> shape;
+  std::span<const float> data;
+};
+using WeightLookup = std::function<WeightView(const std::string&)>;
+
+class CpuEngine {
+ public:
+  CpuEngine(const Graph& graph, const WeightLookup& weights);
+
+  // input: [batch, C, H, W] (NCHW, like PyTorch); output: [batch, output elements].
+  void run(const float* input, int batch, int height, int width, float* output);
+  // Also returns the named values in `taps` (NCHW), e.g. "blocks.3".
+  std::map<std::string, Tensor> run_with_taps(const float* input, int batch, int height, int width, float* output,
+                                              const std::vector<std::string>& taps);
+  int output_elements(int height, int width) const;
+  // Activation arena of the last planned run, in bytes.
+  int64_t arena_bytes() const { return plan_.arena_elements * 4; }
+
+ private:
+  struct Layer {
+    enum Kind { Pointwise, Depthwise, Direct, Pool, Linear, Scale, Add } kind;
+    std::vector<float> weight, bias;
+  };
+  void prepare(int batch, int height, int width, const std::set<int>& keep);
+  void execute(const float* input, int batch, float* output);
+
+  Graph graph_;
+  std::vector<Layer> layers_;
+  MemoryPlan plan_;
+  std::vector<float> arena_;
+  int planned_batch_ = -1, planned_h_ = -1, planned_w_ = -1;
+  std::set<int> planned_keep_;
+};
+
+}  // namespace kiln

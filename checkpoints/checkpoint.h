@@ -1,0 +1,44 @@
+// A checkpoint on disk in Hugging Face layout: config.json plus model.safetensors, or shards
+// listed in model.safetensors.index.json. Families read tensors by name through this.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "checkpoints/safetensors.h"
+
+namespace kiln {
+
+class Checkpoint {
+ public:
+  explicit Checkpoint(const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  const nlohmann::json& config() const { return config_; }
+  bool has(const std::string& name) const;
+  std::vector<int64_t> shape(const std::string& name) const;
+  // Reads a tensor as fp32 and marks it used, so that unused tensors can be reported.
+  Tensor load(const std::string& name);
+  std::vector<std::string> names() const;
+  // Names never loaded; a family calls this after building to reject unexpected tensors.
+  std::vector<std::string> unused() const;
+  // Marks tensors that carry no weights (e.g. BatchNorm's num_batches_tracked) as used.
+  void ignore(const std::string& name) { used_.insert(name); }
+
+ private:
+  const SafetensorsFile& file_for(const std::string& name) const;
+
+  std::string dir_;
+  nlohmann::json config_;
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::map<std::string, size_t> owner_;  // tensor name -> index in files_
+  std::set<std::string> used_;
+};
+
+nlohmann::json read_json_file(const std::string& path, const char* what);
+
+}  // namespace kiln

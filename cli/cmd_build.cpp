@@ -1,0 +1,55 @@
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "cli/commands.h"
+#include "kiln/kiln.h"
+
+namespace kiln::cli {
+
+namespace {
+std::vector<int> parse_batches(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) {
+    try {
+      size_t used = 0;
+      out.push_back(std::stoi(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw std::runtime_error("[build] --batch takes a comma-separated list of integers, got '" + s + "'");
+    }
+  }
+  return out;
+}
+}  // namespace
+
+Command add_build(CLI::App& app) {
+  auto* cmd = app.add_subcommand("build", "Build a checkpoint (folder, Hub id or cached Hub id) into a .bundle");
+  struct Args {
+    std::string source, output, revision, precision = "fp32", batch = "1", labels;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("source", args->source, "Checkpoint folder, Hub id (org/name), or a TF.js graph model folder")->required();
+  cmd->add_option("-o,--output", args->output, "Bundle file to write")->required();
+  cmd->add_option("--revision", args->revision, "Hub revision: branch, tag or commit (default main)");
+  cmd->add_option("--precision", args->precision, "Weights and compute precision")->check(CLI::IsMember({"fp32", "fp16", "fp8"}));
+  cmd->add_option("--batch", args->batch, "Batch sizes to plan for, e.g. 1,32,128");
+  cmd->add_option("--labels", args->labels, "Class names: JSON list, JSON object {index: name}, or one per line");
+  return [args] {
+    BuildOptions o;
+    o.revision = args->revision;
+    o.precision = args->precision;
+    o.batch_sizes = parse_batches(args->batch);
+    o.labels_file = args->labels;
+    BuildResult r;
+    Status s = build(args->source, args->output, o, &r);
+    if (!s.ok()) throw std::runtime_error(s.message());
+    fmt::print("built {} ({} / {}) from {} in {:.2f} s: {} ({:.1f} MiB)\n", r.architecture, r.family,
+               r.revision.empty() ? "local" : r.revision.substr(0, 12), r.checkpoint_dir, r.seconds, args->output,
+               r.bundle_bytes / 1048576.0);
+    return 0;
+  };
+}
+
+}  // namespace kiln::cli

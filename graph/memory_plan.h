@@ -1,0 +1,25 @@
+// Activation memory planning shared by backends: every value gets an offset in one arena;
+// values whose lifetimes do not overlap share memory. Planned once per (batch, height, width).
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace kiln {
+
+struct MemoryPlan {
+  std::vector<Dims> dims;          // per-image dims of every value
+  std::vector<int64_t> offset;     // element offset of every value in the arena (-1: not stored)
+  int64_t arena_elements = 0;      // arena size in elements
+  int64_t naive_elements = 0;      // what one buffer per value would take, for reporting
+};
+
+// `keep` lists values that must stay readable after the run (the output, requested taps).
+// `element_alignment` rounds every offset (e.g. 16 floats = 64 bytes).
+MemoryPlan plan_memory(const Graph& graph, int batch, int height, int width, const std::set<int>& keep,
+                       int64_t element_alignment = 16);
+
+}  // namespace kiln

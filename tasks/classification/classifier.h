@@ -1,0 +1,46 @@
+// Image classification on a loaded bundle: preprocessing from the bundle, the engine, softmax
+// and top-k with the bundle's labels.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_engine.h"
+#include "bundle/bundle.h"
+#include "tasks/classification/preprocess.h"
+#include "tasks/image/image.h"
+
+namespace kiln::classification {
+
+struct Scored {
+  int index;
+  float probability;
+};
+
+// Softmax in double over one row of logits; returns the k most probable classes, best first.
+std::vector<Scored> top_k(const float* logits, int classes, int k);
+
+class ImageClassifier {
+ public:
+  explicit ImageClassifier(std::shared_ptr<const Bundle> bundle);
+
+  const PreprocessConfig& preprocess_config() const { return pre_; }
+  const std::vector<std::string>& labels() const { return labels_; }
+  int num_classes() const { return static_cast<int>(labels_.size()); }
+  const Bundle& bundle() const { return *bundle_; }
+  CpuEngine& engine() { return engine_; }
+
+  // input: batch x C x H x W; logits: batch x classes.
+  void run(const float* input, int batch, float* logits);
+  // Preprocesses and runs a batch of images.
+  std::vector<float> classify(const std::vector<const Image*>& images);
+
+ private:
+  std::shared_ptr<const Bundle> bundle_;
+  PreprocessConfig pre_;
+  std::vector<std::string> labels_;
+  CpuEngine engine_;
+};
+
+}  // namespace kiln::classification

@@ -1,0 +1,21 @@
+// Decoded 8-bit RGB images and the decoders (libjpeg-turbo, libpng, libwebp). Decoding follows
+// Pillow's defaults (Image.open(...).convert("RGB")) so that preprocessing matches timm exactly.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct Image {
+  int width = 0, height = 0;
+  std::vector<uint8_t> rgb;  // height * width * 3, row-major
+};
+
+// Decodes JPEG, PNG or WebP, chosen by the file's signature. Throws kiln::Error naming the file.
+Image decode_image(std::span<const uint8_t> bytes, const std::string& name);
+Image load_image(const std::string& path);
+
+}  // namespace kiln

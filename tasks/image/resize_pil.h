@@ -1,0 +1,18 @@
+// Pillow's Image.resize for 8-bit RGB, reproduced bit for bit: separable, antialiased filters
+// (support scaled by the downscale factor), coefficients normalised in double, converted to
+// 22-bit fixed point, horizontal pass first. timm's eval transform resizes with Pillow, so this
+// is what makes kiln's inputs equal timm's. Pillow is not a C++ library, hence written here.
+#pragma once
+
+#include <string>
+
+#include "tasks/image/image.h"
+
+namespace kiln {
+
+enum class ResampleFilter { Bilinear, Bicubic, Lanczos };
+
+ResampleFilter parse_resample_filter(const std::string& name);  // "bilinear", "bicubic", "lanczos"
+Image resize_pil(const Image& in, int out_width, int out_height, ResampleFilter filter);
+
+}  // namespace kiln
