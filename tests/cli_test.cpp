@@ -1,0 +1,159 @@
+// The `kiln` command line on good and bad input. Bad input must give exactly one line on stderr,
+// "kiln: error: ...", and a non-zero exit status: never a crash, never a wrong answer.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "checkpoints/safetensors.h"
+#include "tests/test_support.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string kiln_bin() { return test::binary_dir() + "/bin/kiln"; }
+std::string transplant() { return test::data_path("checkpoints/efficientnet_b0.tfhub-transplant"); }
+
+std::string work_dir() {
+  std::string d = test::binary_dir() + "/cli-test";
+  fs::create_directories(d);
+  return d;
+}
+
+// Builds the transplant checkpoint once for all tests.
+std::string good_bundle() {
+  static std::string path = [] {
+    std::string p = work_dir() + "/b0.bundle";
+    std::string out;
+    EXPECT_EQ(test::run_command(kiln_bin() + " build " + transplant() + " -o " + p + " --batch 1,4", &out), 0) << out;
+    return p;
+  }();
+  return path;
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A safetensors file with every tensor of `src` except `drop`.
+void write_safetensors_without(const std::string& src, const std::string& dst, const std::string& drop) {
+  SafetensorsFile f(src);
+  nlohmann::json header = nlohmann::json::object();
+  std::string data;
+  for (const auto& [name, info] : f.tensors()) {
+    if (name == drop) continue;
+    auto raw = f.raw(name);
+    const char* dtype = info.dtype == StDtype::F32 ? "F32" : "I64";
+    header[name] = {{"dtype", dtype}, {"shape", info.shape}, {"data_offsets", {data.size(), data.size() + raw.size()}}};
+    data.append(reinterpret_cast<const char*>(raw.data()), raw.size());
+  }
+  std::string h = header.dump();
+  uint64_t n = h.size();
+  write_bytes(dst, std::string(reinterpret_cast<const char*>(&n), 8) + h + data);
+}
+
+// Runs kiln and expects failure with a single "kiln: error:" line that contains `needle`.
+void expect_clean_failure(const std::string& args, const std::string& needle) {
+  std::string out;
+  int rc = test::run_command(kiln_bin() + " " + args, &out);
+  EXPECT_NE(rc, 0) << args;
+  EXPECT_LT(rc, 128) << "killed by a signal: " << args;
+  EXPECT_EQ(out.rfind("kiln: error: ", 0), 0u) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_NE(out.find(needle), std::string::npos) << "expected '" << needle << "' in: " << out;
+}
+
+TEST(Cli, ClassifiesAndPrintsJson) {
+  std::string out;
+  std::string images = test::source_dir() + "/samples/cat.png " + test::source_dir() + "/samples/coffee.webp";
+  ASSERT_EQ(test::run_command(kiln_bin() + " classify " + good_bundle() + " " + images + " --json --logits --top 3 2>/dev/null", &out), 0);
+  std::istringstream lines(out);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["top"].size(), 3u);
+    EXPECT_EQ(j["logits"].size(), 1000u);
+    EXPECT_GT(j["top"][0]["prob"].get<double>(), j["top"][1]["prob"].get<double>());
+    ++count;
+  }
+  EXPECT_EQ(count, 2);
+  ASSERT_EQ(test::run_command(kiln_bin() + " inspect --json " + good_bundle(), &out), 0);
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["model"]["architecture"], "efficientnet_b0");
+  EXPECT_EQ(j["input"]["batch_sizes"], nlohmann::json({1, 4}));
+  EXPECT_EQ(j["summary"]["parameters"], 5267540);
+}
+
+TEST(Cli, CorruptAndTruncatedBundles) {
+  std::string bytes = read_bytes(good_bundle());
+  std::string flipped = bytes;
+  flipped[flipped.size() / 2] ^= 0x01;
+  write_bytes(work_dir() + "/flipped.bundle", flipped);
+  expect_clean_failure("classify " + work_dir() + "/flipped.bundle " + test::source_dir() + "/samples/cat.png",
+                       "checksum mismatch");
+  write_bytes(work_dir() + "/truncated.bundle", bytes.substr(0, bytes.size() / 3));
+  expect_clean_failure("inspect " + work_dir() + "/truncated.bundle", "truncated");
+  write_bytes(work_dir() + "/empty.bundle", "");
+  expect_clean_failure("inspect " + work_dir() + "/empty.bundle", "not a kiln bundle");
+  expect_clean_failure("inspect " + work_dir() + "/no-such.bundle", "cannot open");
+}
+
+TEST(Cli, BadCheckpoints) {
+  std::string base = work_dir() + "/ckpt-";
+  // Truncated safetensors.
+  fs::create_directories(base + "truncated");
+  fs::copy_file(transplant() + "/config.json", base + "truncated/config.json", fs::copy_options::overwrite_existing);
+  std::string weights = read_bytes(transplant() + "/model.safetensors");
+  write_bytes(base + "truncated/model.safetensors", weights.substr(0, weights.size() - 1000));
+  expect_clean_failure("build " + base + "truncated -o " + base + "x.bundle", "truncated");
+  // Unknown architecture.
+  fs::create_directories(base + "unknown");
+  auto config = nlohmann::json::parse(read_bytes(transplant() + "/config.json"));
+  config["architecture"] = "resnet50";
+  write_bytes(base + "unknown/config.json", config.dump());
+  fs::copy_file(transplant() + "/model.safetensors", base + "unknown/model.safetensors", fs::copy_options::overwrite_existing);
+  expect_clean_failure("build " + base + "unknown -o " + base + "x.bundle", "unknown architecture 'resnet50'");
+  // A missing tensor.
+  fs::create_directories(base + "missing");
+  fs::copy_file(transplant() + "/config.json", base + "missing/config.json", fs::copy_options::overwrite_existing);
+  write_safetensors_without(transplant() + "/model.safetensors", base + "missing/model.safetensors", "blocks.3.1.bn2.running_var");
+  expect_clean_failure("build " + base + "missing -o " + base + "x.bundle", "missing tensor 'blocks.3.1.bn2.running_var'");
+  // Not a checkpoint at all, and neither a folder nor a Hub id.
+  fs::create_directories(base + "empty");
+  expect_clean_failure("build " + base + "empty -o " + base + "x.bundle", "not a Hugging Face checkpoint");
+  expect_clean_failure("build ./no/such/place -o " + base + "x.bundle", "no such folder");
+  EXPECT_FALSE(fs::exists(base + "x.bundle"));
+}
+
+TEST(Cli, BadImages) {
+  expect_clean_failure("classify " + good_bundle() + " " + work_dir() + "/missing.jpg", "cannot open");
+  write_bytes(work_dir() + "/garbage.jpg", std::string("\xff\xd8\xff\xe0 this is not really a jpeg", 30));
+  expect_clean_failure("classify " + good_bundle() + " " + work_dir() + "/garbage.jpg", "JPEG decode failed");
+  write_bytes(work_dir() + "/text.png", "hello");
+  expect_clean_failure("classify " + good_bundle() + " " + work_dir() + "/text.png", "not a JPEG, PNG or WebP");
+  std::string jpeg = read_bytes(test::source_dir() + "/samples/rocket.jpg");
+  write_bytes(work_dir() + "/cut.jpg", jpeg.substr(0, jpeg.size() / 2));
+  expect_clean_failure("classify " + good_bundle() + " " + work_dir() + "/cut.jpg", "Premature end");
+  std::string png = read_bytes(test::source_dir() + "/samples/cat.png");
+  write_bytes(work_dir() + "/cut.png", png.substr(0, png.size() / 2));
+  expect_clean_failure("classify " + good_bundle() + " " + work_dir() + "/cut.png", "PNG decode failed");
+}
+
+TEST(Cli, UnsupportedPrecisionIsRefused) {
+  expect_clean_failure("build " + transplant() + " -o " + work_dir() + "/fp16.bundle --precision fp16", "precision 'fp16'");
+  expect_clean_failure("build " + transplant() + " -o " + work_dir() + "/b.bundle --batch 1,x", "--batch");
+}
+
+}  // namespace
+}  // namespace kiln
