@@ -59,7 +59,8 @@ ModelDefinition define_model(const std::string& dir) {
     return family->build(ckpt);
   }
   const Importer* importer = registry.find_importer(dir);
-  KILN_CHECK(importer, "[build] {}: not a Hugging Face checkpoint (no config.json) nor a model format kiln imports", dir);
+  KILN_CHECK(importer, "[build] {}: not a Hugging Face checkpoint (no config.json) nor a model format kiln imports",
+             dir);
   return importer->import(dir);
 }
 

@@ -1,8 +1,8 @@
 // kiln::Classifier: the public face of tasks/classification over a bundle.
+#include "tasks/classification/classifier.h"
 #include "bundle/bundle.h"
 #include "core/error.h"
 #include "kiln/kiln.h"
-#include "tasks/classification/classifier.h"
 
 namespace kiln {
 
@@ -50,7 +50,8 @@ namespace {
 Classification to_result(const float* logits, int classes, int k, const std::vector<std::string>& labels) {
   Classification c;
   c.logits.assign(logits, logits + classes);
-  for (const auto& s : classification::top_k(logits, classes, k)) c.top.push_back({s.index, labels[s.index], s.probability});
+  for (const auto& s : classification::top_k(logits, classes, k))
+    c.top.push_back({s.index, labels[s.index], s.probability});
   return c;
 }
 
@@ -69,7 +70,8 @@ Status Classifier::classify_images(const std::vector<ImageView>& images, int top
         const auto& v = images[i];
         KILN_CHECK(v.rgb && v.width > 0 && v.height > 0 && v.width <= 16384 && v.height <= 16384,
                    "[classify] image {} is empty or too large", i);
-        decoded.push_back({v.width, v.height, std::vector<uint8_t>(v.rgb, v.rgb + static_cast<size_t>(v.width) * v.height * 3)});
+        decoded.push_back(
+            {v.width, v.height, std::vector<uint8_t>(v.rgb, v.rgb + static_cast<size_t>(v.width) * v.height * 3)});
       }
       std::vector<const Image*> ptrs;
       for (const auto& d : decoded) ptrs.push_back(&d);

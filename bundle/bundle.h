@@ -25,8 +25,8 @@ struct BundleTensor {
 };
 
 struct BuildInfo {
-  std::string model_id;   // what the user passed to `kiln build`
-  std::string revision;   // commit hash where known
+  std::string model_id;  // what the user passed to `kiln build`
+  std::string revision;  // commit hash where known
   std::string precision = "fp32";
   std::vector<int> batch_sizes = {1};
   nlohmann::json options = nlohmann::json::object();

@@ -70,14 +70,14 @@ void Bundle::parse() {
   auto data = f.subspan(d_off, d_size);
   KILN_CHECK(sha256_hex(manifest_bytes) == hex(f.subspan(kOffManifestSha, 32)),
              "[bundle] {}: manifest checksum mismatch; the file is corrupt", name_);
-  KILN_CHECK(sha256_hex(data) == hex(f.subspan(kOffDataSha, 32)), "[bundle] {}: data checksum mismatch; the file is corrupt",
-             name_);
+  KILN_CHECK(sha256_hex(data) == hex(f.subspan(kOffDataSha, 32)),
+             "[bundle] {}: data checksum mismatch; the file is corrupt", name_);
 
   const char* text = reinterpret_cast<const char*>(manifest_bytes.data());
   manifest_ = nlohmann::json::parse(text, text + m_size, nullptr, false);
   KILN_CHECK(!manifest_.is_discarded() && manifest_.is_object(), "[bundle] {}: manifest is not a JSON object", name_);
-  KILN_CHECK(manifest_.value("format", std::string()) == "kiln-bundle", "[bundle] {}: manifest format is not kiln-bundle",
-             name_);
+  KILN_CHECK(manifest_.value("format", std::string()) == "kiln-bundle",
+             "[bundle] {}: manifest format is not kiln-bundle", name_);
   try {
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     for (const auto& t : manifest_.at("tensors")) {
@@ -89,8 +89,8 @@ void Bundle::parse() {
       KILN_CHECK(bt.shape.size() <= 8, "[bundle] {}: tensor '{}' has too many dimensions", name_, name);
       uint64_t offset = t.at("offset").get<uint64_t>(), size = t.at("size").get<uint64_t>();
       KILN_CHECK(offset % kAlignment == 0, "[bundle] {}: tensor '{}' is not {}-byte aligned", name_, name, kAlignment);
-      KILN_CHECK(checked_add(offset, size, "tensor range") <= d_size, "[bundle] {}: tensor '{}' lies outside the data section",
-                 name_, name);
+      KILN_CHECK(checked_add(offset, size, "tensor range") <= d_size,
+                 "[bundle] {}: tensor '{}' lies outside the data section", name_, name);
       KILN_CHECK(checked_mul(checked_numel(bt.shape, "tensor"), 4, "tensor bytes") == size,
                  "[bundle] {}: tensor '{}' size does not match its shape", name_, name);
       bt.bytes = data.subspan(offset, size);
@@ -107,7 +107,8 @@ void Bundle::parse() {
     });
     const auto& shape = manifest_.at("input").at("shape");
     KILN_CHECK(shape.is_array() && shape.size() == 3, "[bundle] {}: input shape must be [C, H, W]", name_);
-    KILN_CHECK(shape[0].get<int>() == graph_.values()[graph_.input()].channels, "[bundle] {}: input channels disagree with the graph", name_);
+    KILN_CHECK(shape[0].get<int>() == graph_.values()[graph_.input()].channels,
+               "[bundle] {}: input channels disagree with the graph", name_);
     graph_.infer_dims(shape[1].get<int>(), shape[2].get<int>());
   } catch (const nlohmann::json::exception& e) {
     fail("[bundle] {}: malformed manifest: {}", name_, e.what());

@@ -48,7 +48,8 @@ uint64_t write_bundle(const std::string& path, const ModelDefinition& def, const
   }
   data.resize(align_up(data.size()));
 
-  auto in_shape = def.task_config.value("preprocess", nlohmann::json::object()).value("input_size", nlohmann::json::array());
+  auto in_shape =
+      def.task_config.value("preprocess", nlohmann::json::object()).value("input_size", nlohmann::json::array());
   nlohmann::json manifest = {
       {"format", "kiln-bundle"},
       {"format_version", bundle::kFormatVersion},

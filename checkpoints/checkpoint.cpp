@@ -34,8 +34,8 @@ Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
     shard_names.push_back("model.safetensors");
   } else if (fs::exists(index)) {
     auto j = read_json_file(index.string(), "checkpoint");
-    KILN_CHECK(j.contains("weight_map") && j["weight_map"].is_object(),
-               "[checkpoint] {} has no weight_map", index.string());
+    KILN_CHECK(j.contains("weight_map") && j["weight_map"].is_object(), "[checkpoint] {} has no weight_map",
+               index.string());
     std::set<std::string> seen;
     for (auto& [tensor, file] : j["weight_map"].items()) {
       KILN_CHECK(file.is_string(), "[checkpoint] {}: weight_map entry '{}' is not a file name", index.string(), tensor);

@@ -9,7 +9,7 @@ namespace kiln {
 
 // HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
 std::string hub_cache_dir();
-// "timm/efficientnet_b0.ra_in1k" -> "models--timm--efficientnet_b0.ra_in1k"
+// "org/model-name" -> "models--org--model-name"
 std::string hub_repo_folder(const std::string& repo_id);
 // A plausible Hub model id: NAME or ORG/NAME of letters, digits, '-', '_', '.'.
 bool is_hub_id(const std::string& s);

@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -12,7 +13,6 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <unistd.h>
 
 #include "checkpoints/checkpoint.h"
 #include "checkpoints/hub_cache.h"
@@ -60,7 +60,8 @@ SlistPtr auth_headers(const HubOptions& o) {
   return SlistPtr(list, curl_slist_free_all);
 }
 
-std::string file_url(const HubOptions& o, const std::string& repo, const std::string& revision, const std::string& file) {
+std::string file_url(const HubOptions& o, const std::string& repo, const std::string& revision,
+                     const std::string& file) {
   std::string base = o.endpoint;
   while (!base.empty() && base.back() == '/') base.pop_back();
   return base + "/" + repo + "/resolve/" + revision + "/" + file;
@@ -110,8 +111,8 @@ bool head(const HubOptions& o, const std::string& repo, const std::string& revis
   long status = 0;
   curl_easy_getinfo(h.get(), CURLINFO_RESPONSE_CODE, &status);
   if (status == 404) return false;
-  KILN_CHECK(status != 401 && status != 403, "[hub] {}: access denied (HTTP {}); set HF_TOKEN for gated or private models",
-             url, status);
+  KILN_CHECK(status != 401 && status != 403,
+             "[hub] {}: access denied (HTTP {}); set HF_TOKEN for gated or private models", url, status);
   KILN_CHECK(status == 200 || (status >= 300 && status < 400), "[hub] {}: HTTP {}", url, status);
   meta.commit = headers.count("x-repo-commit") ? headers["x-repo-commit"] : (is_commit_hash(revision) ? revision : "");
   KILN_CHECK(is_commit_hash(meta.commit), "[hub] {}: the server did not say which commit it serves", url);
@@ -264,8 +265,8 @@ std::string fetch_snapshot(const std::string& repo_id, const std::string& rev, c
   KILN_CHECK(revision.find("..") == std::string::npos && revision.front() != '/', "[hub] bad revision '{}'", revision);
   auto cached = cached_snapshot(o.cache_dir, repo_id, revision);
   if (o.offline) {
-    KILN_CHECK(cached.has_value(), "[hub] {}@{} is not in the Hugging Face cache ({}) and HF_HUB_OFFLINE is set", repo_id,
-               revision, o.cache_dir);
+    KILN_CHECK(cached.has_value(), "[hub] {}@{} is not in the Hugging Face cache ({}) and HF_HUB_OFFLINE is set",
+               repo_id, revision, o.cache_dir);
     return *cached;
   }
   try {

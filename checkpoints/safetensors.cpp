@@ -47,13 +47,13 @@ SafetensorsFile SafetensorsFile::from_bytes(std::span<const uint8_t> bytes, cons
 }
 
 void SafetensorsFile::parse(std::span<const uint8_t> bytes) {
-  KILN_CHECK(bytes.size() >= 8, "[safetensors] {}: file is {} bytes, too short for a header", name_,
-             bytes.size());
+  KILN_CHECK(bytes.size() >= 8, "[safetensors] {}: file is {} bytes, too short for a header", name_, bytes.size());
   uint64_t header_len = 0;
   std::memcpy(&header_len, bytes.data(), 8);  // little-endian on every platform kiln targets
-  KILN_CHECK(header_len <= kMaxHeaderBytes, "[safetensors] {}: header size {} is over the 100 MB limit",
-             name_, header_len);
-  KILN_CHECK(header_len <= bytes.size() - 8, "[safetensors] {}: header ({} bytes) runs past the end of the file ({} bytes); the file is truncated",
+  KILN_CHECK(header_len <= kMaxHeaderBytes, "[safetensors] {}: header size {} is over the 100 MB limit", name_,
+             header_len);
+  KILN_CHECK(header_len <= bytes.size() - 8,
+             "[safetensors] {}: header ({} bytes) runs past the end of the file ({} bytes); the file is truncated",
              name_, header_len, bytes.size());
   const char* hdr = reinterpret_cast<const char*>(bytes.data() + 8);
   nlohmann::json j = nlohmann::json::parse(hdr, hdr + header_len, nullptr, false);
@@ -68,9 +68,9 @@ void SafetensorsFile::parse(std::span<const uint8_t> bytes) {
         if (mv.is_string()) metadata_[mk] = mv.get<std::string>();
       continue;
     }
-    KILN_CHECK(value.is_object() && value.contains("dtype") && value.contains("shape") &&
-                   value.contains("data_offsets"),
-               "[safetensors] {}: entry '{}' lacks dtype, shape or data_offsets", name_, key);
+    KILN_CHECK(
+        value.is_object() && value.contains("dtype") && value.contains("shape") && value.contains("data_offsets"),
+        "[safetensors] {}: entry '{}' lacks dtype, shape or data_offsets", name_, key);
     const auto& jd = value["dtype"];
     const auto& js = value["shape"];
     const auto& jo = value["data_offsets"];

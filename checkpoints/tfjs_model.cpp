@@ -29,7 +29,8 @@ TfjsModel::TfjsModel(const std::string& dir) : dir_(dir) {
   auto j = read_json_file(model_json.string(), "tfjs");
   files_["model.json"] = sha256_file_hex(model_json.string());
   try {
-    KILN_CHECK(j.value("format", std::string()) == "graph-model", "[tfjs] {} is not a graph model", model_json.string());
+    KILN_CHECK(j.value("format", std::string()) == "graph-model", "[tfjs] {} is not a graph model",
+               model_json.string());
     for (const auto& n : j.at("modelTopology").at("node")) {
       TfjsNode node;
       node.op = n.at("op").get<std::string>();
@@ -42,8 +43,8 @@ TfjsModel::TfjsModel(const std::string& dir) : dir_(dir) {
       std::vector<uint8_t> blob;
       for (const auto& path : group.at("paths")) {
         std::string name = path.get<std::string>();
-        KILN_CHECK(name.find('/') == std::string::npos && name != "..", "[tfjs] shard name '{}' is not a plain file name",
-                   name);
+        KILN_CHECK(name.find('/') == std::string::npos && name != "..",
+                   "[tfjs] shard name '{}' is not a plain file name", name);
         MappedFile shard((fs::path(dir) / name).string());
         files_[name] = sha256_hex(shard.bytes());
         blob.insert(blob.end(), shard.bytes().begin(), shard.bytes().end());
@@ -52,7 +53,8 @@ TfjsModel::TfjsModel(const std::string& dir) : dir_(dir) {
       for (const auto& w : group.at("weights")) {
         std::string name = w.at("name").get<std::string>();
         std::string dtype = w.at("dtype").get<std::string>();
-        KILN_CHECK(!w.contains("quantization"), "[tfjs] weight '{}' is quantized; only float32 models are supported", name);
+        KILN_CHECK(!w.contains("quantization"), "[tfjs] weight '{}' is quantized; only float32 models are supported",
+                   name);
         KILN_CHECK(dtype == "float32" || dtype == "int32", "[tfjs] weight '{}' has unsupported dtype {}", name, dtype);
         Tensor t;
         t.shape = w.at("shape").get<std::vector<int64_t>>();
@@ -67,7 +69,8 @@ TfjsModel::TfjsModel(const std::string& dir) : dir_(dir) {
         }
         offset += bytes;
       }
-      KILN_CHECK(offset == blob.size(), "[tfjs] shards hold {} bytes but the manifest describes {}", blob.size(), offset);
+      KILN_CHECK(offset == blob.size(), "[tfjs] shards hold {} bytes but the manifest describes {}", blob.size(),
+                 offset);
     }
   } catch (const nlohmann::json::exception& e) {
     fail("[tfjs] {} is malformed: {}", model_json.string(), e.what());

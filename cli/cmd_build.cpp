@@ -30,10 +30,12 @@ Command add_build(CLI::App& app) {
     std::string source, output, revision, precision = "fp32", batch = "1", labels;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("source", args->source, "Checkpoint folder, Hub id (org/name), or a TF.js graph model folder")->required();
+  cmd->add_option("source", args->source, "Checkpoint folder, Hub id (org/name), or a TF.js graph model folder")
+      ->required();
   cmd->add_option("-o,--output", args->output, "Bundle file to write")->required();
   cmd->add_option("--revision", args->revision, "Hub revision: branch, tag or commit (default main)");
-  cmd->add_option("--precision", args->precision, "Weights and compute precision")->check(CLI::IsMember({"fp32", "fp16", "fp8"}));
+  cmd->add_option("--precision", args->precision, "Weights and compute precision")
+      ->check(CLI::IsMember({"fp32", "fp16", "fp8"}));
   cmd->add_option("--batch", args->batch, "Batch sizes to plan for, e.g. 1,32,128");
   cmd->add_option("--labels", args->labels, "Class names: JSON list, JSON object {index: name}, or one per line");
   return [args] {

@@ -31,7 +31,8 @@ Command add_classify(CLI::App& app) {
       const auto& r = results[i];
       if (args->json) {
         nlohmann::json j = {{"image", args->images[i]}, {"top", nlohmann::json::array()}};
-        for (const auto& p : r.top) j["top"].push_back({{"index", p.index}, {"label", p.label}, {"prob", p.probability}});
+        for (const auto& p : r.top)
+          j["top"].push_back({{"index", p.index}, {"label", p.label}, {"prob", p.probability}});
         if (args->logits) j["logits"] = r.logits;
         fmt::print("{}\n", j.dump());
       } else {

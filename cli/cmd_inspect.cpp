@@ -29,19 +29,26 @@ Command add_inspect(CLI::App& app) {
       j.erase("graph");
       j.erase("tensors");
       if (j.contains("task")) j["task"].erase("labels");
-      j["summary"] = {{"file_bytes", b->file_size()}, {"parameters", params}, {"tensors", b->tensors().size()},
-                      {"nodes", b->graph().nodes().size()}, {"ops", ops}};
+      j["summary"] = {{"file_bytes", b->file_size()},
+                      {"parameters", params},
+                      {"tensors", b->tensors().size()},
+                      {"nodes", b->graph().nodes().size()},
+                      {"ops", ops}};
       fmt::print("{}\n", j.dump(2));
       return 0;
     }
     const auto& model = m.at("model");
     fmt::print("bundle       {} ({:.1f} MiB, format v{}, kiln {})\n", args->bundle, b->file_size() / 1048576.0,
                m.value("format_version", 0), m.value("kiln_version", ""));
-    fmt::print("model        {} @ {}\n", model.value("id", ""), model.value("revision", "") == "" ? "local" : model.value("revision", ""));
+    fmt::print("model        {} @ {}\n", model.value("id", ""),
+               model.value("revision", "") == "" ? "local" : model.value("revision", ""));
     fmt::print("architecture {} (family {})\n", model.value("architecture", ""), model.value("family", ""));
-    fmt::print("task         {}, {} classes\n", m.at("task").value("type", ""), m.at("task").value("labels", nlohmann::json::array()).size());
-    fmt::print("precision    {}; batch sizes {}\n", m.value("precision", ""), m.at("input").value("batch_sizes", nlohmann::json::array()).dump());
-    fmt::print("input        {} {}\n", m.at("input").value("layout", ""), m.at("input").value("shape", nlohmann::json::array()).dump());
+    fmt::print("task         {}, {} classes\n", m.at("task").value("type", ""),
+               m.at("task").value("labels", nlohmann::json::array()).size());
+    fmt::print("precision    {}; batch sizes {}\n", m.value("precision", ""),
+               m.at("input").value("batch_sizes", nlohmann::json::array()).dump());
+    fmt::print("input        {} {}\n", m.at("input").value("layout", ""),
+               m.at("input").value("shape", nlohmann::json::array()).dump());
     fmt::print("preprocess   {}\n", m.at("task").value("preprocess", nlohmann::json::object()).dump());
     fmt::print("graph        {} nodes:", b->graph().nodes().size());
     for (const auto& [op, count] : ops) fmt::print(" {} {}", count, op);

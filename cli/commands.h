@@ -12,5 +12,6 @@ using Command = std::function<int()>;  // returns the exit status
 Command add_build(CLI::App& app);
 Command add_classify(CLI::App& app);
 Command add_inspect(CLI::App& app);
+Command add_bench(CLI::App& app);
 
 }  // namespace kiln::cli

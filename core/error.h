@@ -23,7 +23,7 @@ template <typename... Args>
 }  // namespace kiln
 
 // Checks a condition that depends on input (files, arguments); internal invariants use assert.
-#define KILN_CHECK(cond, ...)            \
-  do {                                   \
+#define KILN_CHECK(cond, ...)               \
+  do {                                      \
     if (!(cond)) ::kiln::fail(__VA_ARGS__); \
   } while (0)

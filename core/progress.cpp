@@ -53,10 +53,10 @@ void ProgressBar::draw(bool final) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::string bar(filled, '#');
   bar.resize(width, '.');
-  std::string counts = total_ ? fmt::format("{}/{}", human(done_, bytes_), human(total_, bytes_))
-                              : human(done_, bytes_);
-  std::fprintf(stderr, "\r%s [%s] %3d%% %s %.1fs%s", label_.c_str(), bar.c_str(),
-               static_cast<int>(frac * 100), counts.c_str(), secs, final ? "\n" : "");
+  std::string counts =
+      total_ ? fmt::format("{}/{}", human(done_, bytes_), human(total_, bytes_)) : human(done_, bytes_);
+  std::fprintf(stderr, "\r%s [%s] %3d%% %s %.1fs%s", label_.c_str(), bar.c_str(), static_cast<int>(frac * 100),
+               counts.c_str(), secs, final ? "\n" : "");
   std::fflush(stderr);
 }
 

@@ -15,8 +15,7 @@ struct Sha256::State {
 
 Sha256::Sha256() : state_(std::make_unique<State>()) {
   state_->ctx = EVP_MD_CTX_new();
-  KILN_CHECK(state_->ctx && EVP_DigestInit_ex(state_->ctx, EVP_sha256(), nullptr) == 1,
-             "[sha256] OpenSSL init failed");
+  KILN_CHECK(state_->ctx && EVP_DigestInit_ex(state_->ctx, EVP_sha256(), nullptr) == 1, "[sha256] OpenSSL init failed");
 }
 
 Sha256::~Sha256() { EVP_MD_CTX_free(state_->ctx); }

@@ -15,9 +15,7 @@ struct Tensor {
   std::vector<float> data;
 
   Tensor() = default;
-  explicit Tensor(std::vector<int64_t> s) : shape(std::move(s)) {
-    data.assign(checked_numel(shape, "tensor"), 0.0f);
-  }
+  explicit Tensor(std::vector<int64_t> s) : shape(std::move(s)) { data.assign(checked_numel(shape, "tensor"), 0.0f); }
   int64_t numel() const { return static_cast<int64_t>(data.size()); }
   int64_t dim(size_t i) const { return shape.at(i); }
 };

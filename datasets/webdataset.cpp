@@ -17,8 +17,8 @@ void for_each_sample(const std::string& shard, const std::function<bool(Sample&)
   std::unique_ptr<archive, decltype(&archive_read_free)> a(archive_read_new(), archive_read_free);
   archive_read_support_format_tar(a.get());
   archive_read_support_filter_all(a.get());
-  KILN_CHECK(archive_read_open_filename(a.get(), shard.c_str(), 1 << 16) == ARCHIVE_OK, "[webdataset] cannot open {}: {}",
-             shard, archive_error_string(a.get()));
+  KILN_CHECK(archive_read_open_filename(a.get(), shard.c_str(), 1 << 16) == ARCHIVE_OK,
+             "[webdataset] cannot open {}: {}", shard, archive_error_string(a.get()));
   Sample current;
   archive_entry* entry;
   int rc;

@@ -10,10 +10,10 @@ namespace kiln {
 namespace {
 
 constexpr std::pair<Op, const char*> kOps[] = {{Op::Conv2d, "conv2d"},
-                                                {Op::GlobalAvgPool, "global_avg_pool"},
-                                                {Op::Linear, "linear"},
-                                                {Op::ScaleChannels, "scale_channels"},
-                                                {Op::Add, "add"}};
+                                               {Op::GlobalAvgPool, "global_avg_pool"},
+                                               {Op::Linear, "linear"},
+                                               {Op::ScaleChannels, "scale_channels"},
+                                               {Op::Add, "add"}};
 constexpr std::pair<Activation, const char*> kActs[] = {
     {Activation::None, "none"}, {Activation::SiLU, "silu"}, {Activation::Sigmoid, "sigmoid"}};
 
@@ -24,9 +24,7 @@ E parse_enum(const std::pair<E, const char*> (&table)[N], const std::string& s, 
   fail("[graph] unknown {} '{}'", what, s);
 }
 
-int out_size(int in, int k, int stride, int pad_lo, int pad_hi) {
-  return (in + pad_lo + pad_hi - k) / stride + 1;
-}
+int out_size(int in, int k, int stride, int pad_lo, int pad_hi) { return (in + pad_lo + pad_hi - k) / stride + 1; }
 
 }  // namespace
 
@@ -196,7 +194,8 @@ Graph Graph::from_json(const nlohmann::json& j, const WeightShapeFn& weight_shap
 void Graph::validate(const WeightShapeFn& weight_shape) const {
   const int nv = static_cast<int>(values_.size());
   KILN_CHECK(input_ >= 0 && input_ < nv && output_ >= 0 && output_ < nv, "[graph] input/output id out of range");
-  for (const auto& v : values_) KILN_CHECK(v.channels > 0 && v.channels <= (1 << 20), "[graph] bad channel count {}", v.channels);
+  for (const auto& v : values_)
+    KILN_CHECK(v.channels > 0 && v.channels <= (1 << 20), "[graph] bad channel count {}", v.channels);
   std::vector<bool> defined(nv, false);
   defined[input_] = true;
   auto expect_weight = [&](const Node& n, const std::string& name, const std::vector<int64_t>& shape) {

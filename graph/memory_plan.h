@@ -11,10 +11,10 @@
 namespace kiln {
 
 struct MemoryPlan {
-  std::vector<Dims> dims;          // per-image dims of every value
-  std::vector<int64_t> offset;     // element offset of every value in the arena (-1: not stored)
-  int64_t arena_elements = 0;      // arena size in elements
-  int64_t naive_elements = 0;      // what one buffer per value would take, for reporting
+  std::vector<Dims> dims;       // per-image dims of every value
+  std::vector<int64_t> offset;  // element offset of every value in the arena (-1: not stored)
+  int64_t arena_elements = 0;   // arena size in elements
+  int64_t naive_elements = 0;   // what one buffer per value would take, for reporting
 };
 
 // `keep` lists values that must stay readable after the run (the output, requested taps).

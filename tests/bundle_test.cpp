@@ -60,7 +60,10 @@ ModelDefinition tiny_model() {
   def.weights["fc.weight"] = fill({2, 4});
   def.weights["fc.bias"] = fill({2});
   def.task_config = {{"preprocess",
-                      {{"input_size", {3, 8, 8}}, {"interpolation", "bicubic"}, {"crop_pct", 1.0}, {"mean", {0, 0, 0}},
+                      {{"input_size", {3, 8, 8}},
+                       {"interpolation", "bicubic"},
+                       {"crop_pct", 1.0},
+                       {"mean", {0, 0, 0}},
                        {"std", {1, 1, 1}}}},
                      {"labels", {"a", "b"}}};
   return def;
@@ -97,7 +100,8 @@ std::vector<uint8_t> with_manifest(const std::vector<uint8_t>& bytes, const nloh
   std::memcpy(out.data() + bundle::kOffManifestSize, &m_size, 8);
   std::memcpy(out.data() + bundle::kOffDataOffset, &new_d_off, 8);
   std::string sha = sha256_hex({out.data() + bundle::kHeaderSize, m_size});
-  for (int i = 0; i < 32; ++i) out[bundle::kOffManifestSha + i] = static_cast<uint8_t>(std::stoi(sha.substr(2 * i, 2), nullptr, 16));
+  for (int i = 0; i < 32; ++i)
+    out[bundle::kOffManifestSha + i] = static_cast<uint8_t>(std::stoi(sha.substr(2 * i, 2), nullptr, 16));
   return out;
 }
 

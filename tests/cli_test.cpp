@@ -36,9 +36,7 @@ std::string good_bundle() {
   return path;
 }
 
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+void write_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -76,7 +74,10 @@ void expect_clean_failure(const std::string& args, const std::string& needle) {
 TEST(Cli, ClassifiesAndPrintsJson) {
   std::string out;
   std::string images = test::source_dir() + "/samples/cat.png " + test::source_dir() + "/samples/coffee.webp";
-  ASSERT_EQ(test::run_command(kiln_bin() + " classify " + good_bundle() + " " + images + " --json --logits --top 3 2>/dev/null", &out), 0);
+  ASSERT_EQ(
+      test::run_command(
+          kiln_bin() + " classify " + good_bundle() + " " + images + " --json --logits --top 3 2>/dev/null", &out),
+      0);
   std::istringstream lines(out);
   std::string line;
   int count = 0;
@@ -122,13 +123,16 @@ TEST(Cli, BadCheckpoints) {
   auto config = nlohmann::json::parse(read_bytes(transplant() + "/config.json"));
   config["architecture"] = "resnet50";
   write_bytes(base + "unknown/config.json", config.dump());
-  fs::copy_file(transplant() + "/model.safetensors", base + "unknown/model.safetensors", fs::copy_options::overwrite_existing);
+  fs::copy_file(transplant() + "/model.safetensors", base + "unknown/model.safetensors",
+                fs::copy_options::overwrite_existing);
   expect_clean_failure("build " + base + "unknown -o " + base + "x.bundle", "unknown architecture 'resnet50'");
   // A missing tensor.
   fs::create_directories(base + "missing");
   fs::copy_file(transplant() + "/config.json", base + "missing/config.json", fs::copy_options::overwrite_existing);
-  write_safetensors_without(transplant() + "/model.safetensors", base + "missing/model.safetensors", "blocks.3.1.bn2.running_var");
-  expect_clean_failure("build " + base + "missing -o " + base + "x.bundle", "missing tensor 'blocks.3.1.bn2.running_var'");
+  write_safetensors_without(transplant() + "/model.safetensors", base + "missing/model.safetensors",
+                            "blocks.3.1.bn2.running_var");
+  expect_clean_failure("build " + base + "missing -o " + base + "x.bundle",
+                       "missing tensor 'blocks.3.1.bn2.running_var'");
   // Not a checkpoint at all, and neither a folder nor a Hub id.
   fs::create_directories(base + "empty");
   expect_clean_failure("build " + base + "empty -o " + base + "x.bundle", "not a Hugging Face checkpoint");
@@ -151,7 +155,8 @@ TEST(Cli, BadImages) {
 }
 
 TEST(Cli, UnsupportedPrecisionIsRefused) {
-  expect_clean_failure("build " + transplant() + " -o " + work_dir() + "/fp16.bundle --precision fp16", "precision 'fp16'");
+  expect_clean_failure("build " + transplant() + " -o " + work_dir() + "/fp16.bundle --precision fp16",
+                       "precision 'fp16'");
   expect_clean_failure("build " + transplant() + " -o " + work_dir() + "/b.bundle --batch 1,x", "--batch");
 }
 

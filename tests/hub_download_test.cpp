@@ -35,10 +35,10 @@ class FakeHub {
     std::string dir = test::data_path("checkpoints/efficientnet_b0.tfhub-transplant");
     files_["config.json"] = read_file(dir + "/config.json");
     files_["model.safetensors"] = read_file(dir + "/model.safetensors");
-    sha_ = sha256_hex({reinterpret_cast<const uint8_t*>(files_["model.safetensors"].data()), files_["model.safetensors"].size()});
-    server_.Get(R"(/([^/]+)/([^/]+)/resolve/([^/]+)/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-      handle(req, res);
-    });
+    sha_ = sha256_hex(
+        {reinterpret_cast<const uint8_t*>(files_["model.safetensors"].data()), files_["model.safetensors"].size()});
+    server_.Get(R"(/([^/]+)/([^/]+)/resolve/([^/]+)/(.+))",
+                [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -109,7 +109,10 @@ class HubDownload : public ::testing::Test {
     opts_.cache_dir = cache_;
     opts_.timeout_s = 10;
   }
-  std::string blob() const { return cache_ + "/models--acme--effnet-b0/blobs/" + sha256_file_hex(test::data_path("checkpoints/efficientnet_b0.tfhub-transplant/model.safetensors")); }
+  std::string blob() const {
+    return cache_ + "/models--acme--effnet-b0/blobs/" +
+           sha256_file_hex(test::data_path("checkpoints/efficientnet_b0.tfhub-transplant/model.safetensors"));
+  }
 
   FakeHub hub_;
   HubOptions opts_;

@@ -11,8 +11,8 @@ namespace kiln {
 namespace {
 
 nlohmann::json timm_b0_cfg() {
-  return {{"input_size", {3, 224, 224}}, {"interpolation", "bicubic"}, {"crop_pct", 0.875}, {"crop_mode", "center"},
-          {"mean", {0.485, 0.456, 0.406}}, {"std", {0.229, 0.224, 0.225}}};
+  return {{"input_size", {3, 224, 224}}, {"interpolation", "bicubic"},    {"crop_pct", 0.875},
+          {"crop_mode", "center"},       {"mean", {0.485, 0.456, 0.406}}, {"std", {0.229, 0.224, 0.225}}};
 }
 
 TEST(Preprocess, ReproducesTimmEvalTransform) {

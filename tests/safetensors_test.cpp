@@ -41,7 +41,8 @@ TEST(Safetensors, ReadsRealCheckpoint) {
 
 TEST(Safetensors, ConvertsHalfAndBfloat16) {
   // 1.0, -2.0, 65504 in F16; 1.0, -2.0 in BF16
-  std::string h = R"({"a":{"dtype":"F16","shape":[3],"data_offsets":[0,6]},"b":{"dtype":"BF16","shape":[2],"data_offsets":[6,10]}})";
+  std::string h =
+      R"({"a":{"dtype":"F16","shape":[3],"data_offsets":[0,6]},"b":{"dtype":"BF16","shape":[2],"data_offsets":[6,10]}})";
   auto bytes = make_file(h, 10);
   uint16_t vals[5] = {0x3C00, 0xC000, 0x7BFF, 0x3F80, 0xC000};
   std::memcpy(bytes.data() + 8 + h.size(), vals, 10);
@@ -72,15 +73,20 @@ TEST(Safetensors, RejectsMalformedFiles) {
             std::string::npos);
   EXPECT_NE(error_of(make_file(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[8,4]}})", 16)).find("before"),
             std::string::npos);
-  EXPECT_NE(error_of(make_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 16))
-                .find("overlap"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(
+          make_file(
+              R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+              16))
+          .find("overlap"),
+      std::string::npos);
   // A shape whose element count overflows 64 bits.
   EXPECT_NE(error_of(make_file(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,16]}})", 16))
                 .find("overflow"),
             std::string::npos);
-  EXPECT_NE(error_of(make_file(R"({"w":{"dtype":"F32","shape":[-4],"data_offsets":[0,16]}})", 16)).find("bad dimension"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(make_file(R"({"w":{"dtype":"F32","shape":[-4],"data_offsets":[0,16]}})", 16)).find("bad dimension"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ void CpuEngine::run(const float* input, int batch, int height, int width, float*
 }
 
 std::map<std::string, Tensor> CpuEngine::run_with_taps(const float* input, int batch, int height, int width,
-                                                      float* output, const std::vector<std::string>& taps) {
+                                                       float* output, const std::vector<std::string>& taps) {
   KILN_CHECK(batch >= 1, "[cpu] batch must be at least 1");
   std::set<int> keep = {graph_.output()};
   for (const auto& t : taps) {
@@ -99,7 +99,8 @@ std::map<std::string, Tensor> CpuEngine::run_with_taps(const float* input, int b
   for (int n = 0; n < batch; ++n)
     for (int c = 0; c < in.c; ++c)
       for (int p = 0; p < in.h * in.w; ++p)
-        x[(static_cast<int64_t>(n) * in.h * in.w + p) * in.c + c] = input[(static_cast<int64_t>(n) * in.c + c) * in.h * in.w + p];
+        x[(static_cast<int64_t>(n) * in.h * in.w + p) * in.c + c] =
+            input[(static_cast<int64_t>(n) * in.c + c) * in.h * in.w + p];
   execute(input, batch, output);
 
   std::map<std::string, Tensor> out;
@@ -111,7 +112,8 @@ std::map<std::string, Tensor> CpuEngine::run_with_taps(const float* input, int b
     for (int n = 0; n < batch; ++n)
       for (int c = 0; c < d.c; ++c)
         for (int p = 0; p < d.h * d.w; ++p)
-          tensor.data[(static_cast<int64_t>(n) * d.c + c) * d.h * d.w + p] = src[(static_cast<int64_t>(n) * d.h * d.w + p) * d.c + c];
+          tensor.data[(static_cast<int64_t>(n) * d.c + c) * d.h * d.w + p] =
+              src[(static_cast<int64_t>(n) * d.h * d.w + p) * d.c + c];
     out[t] = std::move(tensor);
   }
   return out;
@@ -131,7 +133,16 @@ void CpuEngine::execute(const float*, int batch, float* output) {
       case Layer::Pointwise:
       case Layer::Depthwise:
       case Layer::Direct: {
-        cpu::ConvShape s{batch, xd.h, xd.w, xd.c, yd.h, yd.w, yd.c, n.kernel, n.stride, n.groups,
+        cpu::ConvShape s{batch,
+                         xd.h,
+                         xd.w,
+                         xd.c,
+                         yd.h,
+                         yd.w,
+                         yd.c,
+                         n.kernel,
+                         n.stride,
+                         n.groups,
                          Graph::resolve_padding(n, xd.h, xd.w)};
         if (l.kind == Layer::Pointwise)
           cpu::pointwise_conv(x, l.weight.data(), bias, y, s, n.act);
@@ -161,7 +172,8 @@ void CpuEngine::execute(const float*, int batch, float* output) {
   for (int n = 0; n < batch; ++n)
     for (int c = 0; c < od.c; ++c)
       for (int p = 0; p < od.h * od.w; ++p)
-        output[(static_cast<int64_t>(n) * od.c + c) * od.h * od.w + p] = src[(static_cast<int64_t>(n) * od.h * od.w + p) * od.c + c];
+        output[(static_cast<int64_t>(n) * od.c + c) * od.h * od.w + p] =
+            src[(static_cast<int64_t>(n) * od.h * od.w + p) * od.c + c];
 }
 
 }  // namespace kiln

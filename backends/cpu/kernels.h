@@ -14,7 +14,8 @@ struct ConvShape {
 };
 
 // 1x1, stride 1, groups 1: one GEMM. weight [out, in].
-void pointwise_conv(const float* x, const float* weight, const float* bias, float* y, const ConvShape& s, Activation act);
+void pointwise_conv(const float* x, const float* weight, const float* bias, float* y, const ConvShape& s,
+                    Activation act);
 // groups == channels. weight repacked as [k, k, C].
 void depthwise_conv(const float* x, const float* weight_kkc, const float* bias, float* y, const ConvShape& s,
                     Activation act);
@@ -23,7 +24,8 @@ void direct_conv(const float* x, const float* weight_packed, const float* bias, 
                  Activation act);
 void global_avg_pool(const float* x, float* y, int batch, int pixels, int channels);
 // weight [out, in]; x [batch, in].
-void linear(const float* x, const float* weight, const float* bias, float* y, int batch, int in, int out, Activation act);
+void linear(const float* x, const float* weight, const float* bias, float* y, int batch, int in, int out,
+            Activation act);
 void scale_channels(const float* x, const float* gate, float* y, int batch, int pixels, int channels);
 void add(const float* a, const float* b, float* y, int64_t n);
 

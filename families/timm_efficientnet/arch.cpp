@@ -1,7 +1,7 @@
 #include "families/timm_efficientnet/arch.h"
 
-#include <cmath>
 #include <fmt/format.h>
+#include <cmath>
 
 namespace kiln::timm_efficientnet {
 
@@ -30,9 +30,9 @@ constexpr double kSeRatio = 0.25;
 struct Variant {
   const char* name;
   double width, depth;
-  int input_size;       // timm default cfg input size
-  double crop_pct;      // timm default cfg crop_pct
-  double tf_crop_pct;   // the tf_ port's crop_pct
+  int input_size;      // timm default cfg input size
+  double crop_pct;     // timm default cfg crop_pct
+  double tf_crop_pct;  // the tf_ port's crop_pct
   int tf_input_size;
 };
 constexpr Variant kVariants[] = {

@@ -81,7 +81,8 @@ class Builder {
   int block(int x, const BlockSpec& b) {
     int y = x;
     if (b.inverted_residual) {
-      y = conv(y, b.prefix + ".conv_pw", b.prefix + ".bn1", b.mid_ch, 1, 1, false, Activation::SiLU, "pointwise_expand");
+      y = conv(y, b.prefix + ".conv_pw", b.prefix + ".bn1", b.mid_ch, 1, 1, false, Activation::SiLU,
+               "pointwise_expand");
       y = conv(y, b.prefix + ".conv_dw", b.prefix + ".bn2", b.mid_ch, b.kernel, b.stride, true, Activation::SiLU,
                "depthwise");
       y = squeeze_excite(y, b);

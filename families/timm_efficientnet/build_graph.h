@@ -19,8 +19,7 @@ class WeightSource {
   virtual void conv_bn(const std::string& module, const std::string& bn, const std::vector<int64_t>& shape,
                        Tensor& weight, Tensor& bias) = 0;
   // A layer with its own bias (SE 1x1 convs, the classifier): weight [out, in], bias [out].
-  virtual void linear(const std::string& module, const std::vector<int64_t>& shape, Tensor& weight,
-                      Tensor& bias) = 0;
+  virtual void linear(const std::string& module, const std::vector<int64_t>& shape, Tensor& weight, Tensor& bias) = 0;
 };
 
 // Fills graph and weights of `def`; `num_classes` sizes the classifier.

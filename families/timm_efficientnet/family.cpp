@@ -20,7 +20,8 @@ Tensor to_ohwi(const Tensor& w) {
   for (int64_t a = 0; a < o; ++a)
     for (int64_t b = 0; b < i; ++b)
       for (int64_t y = 0; y < kh; ++y)
-        for (int64_t x = 0; x < kw; ++x) out.data[((a * kh + y) * kw + x) * i + b] = w.data[((a * i + b) * kh + y) * kw + x];
+        for (int64_t x = 0; x < kw; ++x)
+          out.data[((a * kh + y) * kw + x) * i + b] = w.data[((a * i + b) * kh + y) * kw + x];
   return out;
 }
 
@@ -41,7 +42,8 @@ class CheckpointSource : public WeightSource {
     for (int64_t o = 0; o < out; ++o) {
       // Folded in double so that the fp32 result is the correctly rounded product.
       double scale = gamma.data[o] / std::sqrt(static_cast<double>(var.data[o]) + eps_);
-      for (int64_t k = 0; k < per_out; ++k) weight.data[o * per_out + k] = static_cast<float>(weight.data[o * per_out + k] * scale);
+      for (int64_t k = 0; k < per_out; ++k)
+        weight.data[o * per_out + k] = static_cast<float>(weight.data[o * per_out + k] * scale);
       bias.data[o] = static_cast<float>(beta.data[o] - mean.data[o] * scale);
     }
   }
@@ -79,7 +81,8 @@ class TimmEfficientNet : public Family {
     auto arch = make_arch(arch_name);
     KILN_CHECK(arch.has_value(), "[timm_efficientnet] unsupported architecture '{}'", arch_name);
     int num_classes = cfg.value("num_classes", 0);
-    if (num_classes == 0 && ckpt.has("classifier.weight")) num_classes = static_cast<int>(ckpt.shape("classifier.weight")[0]);
+    if (num_classes == 0 && ckpt.has("classifier.weight"))
+      num_classes = static_cast<int>(ckpt.shape("classifier.weight")[0]);
 
     ModelDefinition def;
     def.family = name();
@@ -89,7 +92,8 @@ class TimmEfficientNet : public Family {
     build_graph(*arch, num_classes, source, def);
 
     auto unused = ckpt.unused();
-    KILN_CHECK(unused.empty(), "[timm_efficientnet] checkpoint has {} tensor(s) the architecture does not use, e.g. '{}'",
+    KILN_CHECK(unused.empty(),
+               "[timm_efficientnet] checkpoint has {} tensor(s) the architecture does not use, e.g. '{}'",
                unused.size(), unused.empty() ? "" : unused.front());
 
     def.task_config = {{"preprocess", preprocess_config(*arch, cfg.value("pretrained_cfg", nlohmann::json::object()))},

@@ -31,7 +31,8 @@ Tensor hwio_to_ohwi(const Tensor& w) {
   for (int64_t y = 0; y < kh; ++y)
     for (int64_t x = 0; x < kw; ++x)
       for (int64_t c = 0; c < i; ++c)
-        for (int64_t k = 0; k < o; ++k) out.data[((k * kh + y) * kw + x) * i + c] = w.data[((y * kw + x) * i + c) * o + k];
+        for (int64_t k = 0; k < o; ++k)
+          out.data[((k * kh + y) * kw + x) * i + c] = w.data[((y * kw + x) * i + c) * o + k];
   return out;
 }
 
@@ -70,7 +71,8 @@ class TfjsSource : public WeightSource {
     if (module == "classifier") {
       node = kPrefix + "logits/BiasAdd";
     } else {
-      node = block_path(module) + (module.ends_with("conv_reduce") ? "se_reduce_conv2d/BiasAdd" : "se_expand_conv2d/BiasAdd");
+      node = block_path(module) +
+             (module.ends_with("conv_reduce") ? "se_reduce_conv2d/BiasAdd" : "se_expand_conv2d/BiasAdd");
     }
     const auto& n = m_.node(node);
     KILN_CHECK(n.inputs.size() == 3, "[tfjs_import] node {} does not carry weight and bias", node);
@@ -102,19 +104,22 @@ class TfjsSource : public WeightSource {
 
 // Which tf_efficientnet_bN has this many blocks per stack and this stem width.
 ArchSpec match_architecture(const TfjsModel& m) {
-  static const std::regex re(R"(StatefulPartitionedCall/model/stack_(\d+)/block_(\d+)/depthwise_conv2d/depthwise_weights)");
+  static const std::regex re(
+      R"(StatefulPartitionedCall/model/stack_(\d+)/block_(\d+)/depthwise_conv2d/depthwise_weights)");
   std::map<int, int> blocks;
   for (const auto& [name, node] : m.nodes()) {
     std::smatch s;
     if (std::regex_match(name, s, re)) blocks[std::stoi(s[1])] = std::max(blocks[std::stoi(s[1])], std::stoi(s[2]) + 1);
   }
-  KILN_CHECK(m.has_weight(kPrefix + "stem_conv2d/Conv2D_weights"), "[tfjs_import] {} is not an EfficientNet graph", m.dir());
+  KILN_CHECK(m.has_weight(kPrefix + "stem_conv2d/Conv2D_weights"), "[tfjs_import] {} is not an EfficientNet graph",
+             m.dir());
   int stem = static_cast<int>(m.weight(kPrefix + "stem_conv2d/Conv2D_weights").dim(3));
   for (const auto& name : supported_architectures()) {
     if (!name.starts_with("tf_")) continue;
     ArchSpec a = *make_arch(name);
     bool same = a.stem_ch == stem && a.stages.size() == blocks.size();
-    for (size_t s = 0; same && s < a.stages.size(); ++s) same = blocks.count(static_cast<int>(s)) && blocks[static_cast<int>(s)] == static_cast<int>(a.stages[s].size());
+    for (size_t s = 0; same && s < a.stages.size(); ++s)
+      same = blocks.count(static_cast<int>(s)) && blocks[static_cast<int>(s)] == static_cast<int>(a.stages[s].size());
     if (same) return a;
   }
   fail("[tfjs_import] {}: no tf_efficientnet_b0..b4 has {} stacks with stem width {}", m.dir(), blocks.size(), stem);
@@ -125,7 +130,9 @@ void check_structure(const TfjsModel& m, const ArchSpec& a) {
   for (const auto& stage : a.stages)
     for (const auto& b : stage) {
       const auto& n = m.node(block_path(b.prefix + ".x") + "depthwise_conv2d/depthwise");
-      auto strides = n.attr.value("strides", nlohmann::json::object()).value("list", nlohmann::json::object()).value("i", nlohmann::json::array());
+      auto strides = n.attr.value("strides", nlohmann::json::object())
+                         .value("list", nlohmann::json::object())
+                         .value("i", nlohmann::json::array());
       std::string pad = n.attr.value("padding", nlohmann::json::object()).value("s", std::string());
       KILN_CHECK(strides.size() == 4 && strides[1] == std::to_string(b.stride) && pad == "U0FNRQ==" /* base64 SAME */,
                  "[tfjs_import] {}: depthwise conv of {} does not have stride {} and SAME padding", m.dir(), b.prefix,

@@ -19,7 +19,7 @@ struct BuildOptions {
   std::string revision;            // Hub revision (branch, tag or commit); empty: main
   std::string precision = "fp32";  // fp32 on every backend
   std::vector<int> batch_sizes = {1};
-  std::string labels_file;         // optional: class names (JSON list/object or one per line)
+  std::string labels_file;  // optional: class names (JSON list/object or one per line)
 };
 
 struct BuildResult {
@@ -29,7 +29,7 @@ struct BuildResult {
 };
 
 // SOURCE: a local folder (Hugging Face layout, or a format a family imports), or a Hub id
-// ("timm/efficientnet_b0.ra_in1k") found in the Hugging Face cache or downloaded into it.
+// ("org/model-name") found in the Hugging Face cache or downloaded into it.
 Status build(const std::string& source, const std::string& output_path, const BuildOptions& options,
              BuildResult* result);
 

@@ -16,9 +16,8 @@ std::vector<Scored> top_k(const float* logits, int classes, int k) {
   std::vector<int> idx(classes);
   for (int i = 0; i < classes; ++i) idx[i] = i;
   k = std::clamp(k, 0, classes);
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) {
-    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
-  });
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                    [&](int a, int b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
   std::vector<Scored> out;
   for (int i = 0; i < k; ++i) out.push_back({idx[i], static_cast<float>(e[idx[i]] / sum)});
   return out;

@@ -6,9 +6,11 @@ namespace kiln::classification {
 
 nlohmann::json labels_from_hf_config(const nlohmann::json& config, int num_classes) {
   nlohmann::json labels = nlohmann::json::array();
-  const auto* names = config.contains("label_names") && config["label_names"].is_array() ? &config["label_names"] : nullptr;
-  const auto* desc =
-      config.contains("label_descriptions") && config["label_descriptions"].is_object() ? &config["label_descriptions"] : nullptr;
+  const auto* names =
+      config.contains("label_names") && config["label_names"].is_array() ? &config["label_names"] : nullptr;
+  const auto* desc = config.contains("label_descriptions") && config["label_descriptions"].is_object()
+                         ? &config["label_descriptions"]
+                         : nullptr;
   const auto* id2label = config.contains("id2label") && config["id2label"].is_object() ? &config["id2label"] : nullptr;
   for (int i = 0; i < num_classes; ++i) {
     std::string label = "class " + std::to_string(i);

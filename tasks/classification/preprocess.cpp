@@ -20,7 +20,8 @@ PreprocessConfig PreprocessConfig::from_json(const nlohmann::json& j) {
     c.crop_pct = j.value("crop_pct", 0.875);
     KILN_CHECK(c.crop_pct > 0.05 && c.crop_pct <= 4.0, "[preprocess] crop_pct {} is out of range", c.crop_pct);
     c.crop_mode = j.value("crop_mode", std::string("center"));
-    KILN_CHECK(c.crop_mode == "center" || c.crop_mode == "squash", "[preprocess] unsupported crop_mode '{}'", c.crop_mode);
+    KILN_CHECK(c.crop_mode == "center" || c.crop_mode == "squash", "[preprocess] unsupported crop_mode '{}'",
+               c.crop_mode);
     auto mean = j.at("mean").get<std::vector<double>>();
     auto std = j.at("std").get<std::vector<double>>();
     KILN_CHECK(mean.size() == 3 && std.size() == 3, "[preprocess] mean and std need 3 values");

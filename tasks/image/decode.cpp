@@ -1,8 +1,8 @@
 #include <cstddef>
 #include <cstdio>
 
-#include <jpeglib.h>
 #include <jerror.h>
+#include <jpeglib.h>
 #include <png.h>
 #include <webp/decode.h>
 
@@ -88,12 +88,13 @@ struct PngReader {
 // transparency dropped without compositing, and no gamma correction.
 Image decode_png(std::span<const uint8_t> bytes, const std::string& name) {
   PngReader reader{bytes, 0, {}};
-  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &reader,
-                                           [](png_structp p, png_const_charp msg) {
-                                             static_cast<PngReader*>(png_get_error_ptr(p))->error = msg;
-                                             png_longjmp(p, 1);
-                                           },
-                                           [](png_structp, png_const_charp) {});
+  png_structp png = png_create_read_struct(
+      PNG_LIBPNG_VER_STRING, &reader,
+      [](png_structp p, png_const_charp msg) {
+        static_cast<PngReader*>(png_get_error_ptr(p))->error = msg;
+        png_longjmp(p, 1);
+      },
+      [](png_structp, png_const_charp) {});
   KILN_CHECK(png, "[image] {}: libpng init failed", name);
   png_infop info = png_create_info_struct(png);
   Image img;

@@ -37,13 +37,15 @@ double lanczos(double x) {
 
 struct Coeffs {
   int ksize = 0;
-  std::vector<int> bounds;   // per output: first input index, count
-  std::vector<int32_t> k;    // per output: ksize fixed-point weights
+  std::vector<int> bounds;  // per output: first input index, count
+  std::vector<int32_t> k;   // per output: ksize fixed-point weights
 };
 
 // Pillow's precompute_coeffs + normalize_coeffs_8bpc.
 Coeffs precompute(int in_size, int out_size, ResampleFilter f) {
-  double (*filter)(double) = f == ResampleFilter::Bilinear ? bilinear : f == ResampleFilter::Bicubic ? bicubic : lanczos;
+  double (*filter)(double) = f == ResampleFilter::Bilinear  ? bilinear
+                             : f == ResampleFilter::Bicubic ? bicubic
+                                                            : lanczos;
   double support = f == ResampleFilter::Bilinear ? 1.0 : f == ResampleFilter::Bicubic ? 2.0 : 3.0;
   double scale = static_cast<double>(in_size) / out_size;
   double filterscale = scale < 1.0 ? 1.0 : scale;
@@ -130,7 +132,8 @@ ResampleFilter parse_resample_filter(const std::string& name) {
 }
 
 Image resize_pil(const Image& in, int out_w, int out_h, ResampleFilter filter) {
-  KILN_CHECK(out_w > 0 && out_h > 0 && out_w <= 16384 && out_h <= 16384, "[resize] bad target size {}x{}", out_w, out_h);
+  KILN_CHECK(out_w > 0 && out_h > 0 && out_w <= 16384 && out_h <= 16384, "[resize] bad target size {}x{}", out_w,
+             out_h);
   if (out_w == in.width && out_h == in.height) return in;
   Coeffs vert = precompute(in.height, out_h, filter);
   // Pillow resamples only the rows the vertical pass will read.

@@ -48,7 +48,8 @@ TEST_P(LogitParity, MatchesTimmOnImagesAndStressInputs) {
     double diff = test::max_abs_diff(logits.data(), expect.data.data(), logits.size());
     EXPECT_LT(diff, 2e-3) << input_name;
     for (int n = 0; n < batch; ++n)
-      EXPECT_EQ(test::top_indices(logits.data() + n * 1000, 1000, 5), test::top_indices(expect.data.data() + n * 1000, 1000, 5))
+      EXPECT_EQ(test::top_indices(logits.data() + n * 1000, 1000, 5),
+                test::top_indices(expect.data.data() + n * 1000, 1000, 5))
           << input_name << " sample " << n;
     std::printf("[parity] %s %s: max |logit diff| %.3g\n", GetParam().arch, input_name, diff);
   }
