@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "backends/engine.h"
 #include "bundle/bundle.h"
 #include "checkpoints/checkpoint.h"
 #include "checkpoints/source.h"
@@ -45,6 +46,13 @@ std::vector<std::string> read_labels(const std::string& path) {
   return labels;
 }
 
+WeightLookup weights_of(const ModelDefinition& def) {
+  return [&def](const std::string& name) {
+    const Tensor& t = def.weights.at(name);
+    return WeightView{t.shape, {t.data.data(), t.data.size()}};
+  };
+}
+
 ModelDefinition define_model(const std::string& dir) {
   auto& registry = FamilyRegistry::instance();
   if (fs::exists(fs::path(dir) / "config.json")) {
@@ -70,9 +78,8 @@ Status build(const std::string& source, const std::string& output_path, const Bu
              BuildResult* result) {
   try {
     auto start = std::chrono::steady_clock::now();
-    KILN_CHECK(options.precision == "fp32",
-               "[build] precision '{}' is not available: this build of kiln has only the fp32 CPU backend",
-               options.precision);
+    KILN_CHECK(options.precision == "fp32" || options.precision == "fp16",
+               "[build] precision '{}' is not available (fp32, fp16)", options.precision);
     KILN_CHECK(!options.batch_sizes.empty(), "[build] no batch sizes given");
     for (int b : options.batch_sizes) KILN_CHECK(b >= 1 && b <= 4096, "[build] batch size {} is out of range", b);
     ResolvedSource src = resolve_source(source, options.revision);
@@ -90,6 +97,18 @@ Status build(const std::string& source, const std::string& output_path, const Bu
     info.precision = options.precision;
     info.batch_sizes = options.batch_sizes;
     info.options = {{"source", source}, {"revision", options.revision}, {"labels_file", options.labels_file}};
+    // With a GPU, time the candidate kernels for every batch size now and keep the choices.
+    std::string planned_on;
+    double planning_seconds = 0;
+    if (options.precision == "fp16" && cuda_available()) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto engine = make_engine("cuda", def.graph, weights_of(def));
+      auto pre = def.task_config["preprocess"]["input_size"];
+      for (int b : options.batch_sizes) engine->prepare(b, pre[1].get<int>(), pre[2].get<int>());
+      info.plans["cuda"] = engine->export_plan();
+      planned_on = engine->device();
+      planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     uint64_t bytes = write_bundle(output_path, def, info);
     if (result) {
       result->architecture = def.architecture;
@@ -99,6 +118,8 @@ Status build(const std::string& source, const std::string& output_path, const Bu
       result->checkpoint_dir = src.dir;
       result->bundle_bytes = bytes;
       result->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      result->planned_on = planned_on;
+      result->planning_seconds = planning_seconds;
     }
     return Status::Ok();
   } catch (const std::exception& e) {

@@ -14,11 +14,11 @@ struct Classifier::Impl {
 Classifier::Classifier() : impl_(std::make_unique<Impl>()) {}
 Classifier::~Classifier() = default;
 
-Status Classifier::load(const std::string& path, std::unique_ptr<Classifier>* out) {
+Status Classifier::load(const std::string& path, std::unique_ptr<Classifier>* out, const std::string& device) {
   try {
     auto bundle = Bundle::open(path);
     std::unique_ptr<Classifier> c(new Classifier());
-    c->impl_->model = std::make_unique<classification::ImageClassifier>(bundle);
+    c->impl_->model = std::make_unique<classification::ImageClassifier>(bundle, device);
     const auto& m = bundle->manifest();
     ModelInfo& i = c->impl_->info;
     const auto& model = m.value("model", nlohmann::json::object());
@@ -36,6 +36,7 @@ Status Classifier::load(const std::string& path, std::unique_ptr<Classifier>* ou
     i.num_classes = c->impl_->model->num_classes();
     i.batch_sizes = m.value("input", nlohmann::json::object()).value("batch_sizes", std::vector<int>{1});
     i.bundle_bytes = bundle->file_size();
+    i.device = c->impl_->model->engine().device();
     *out = std::move(c);
     return Status::Ok();
   } catch (const std::exception& e) {

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "backends/engine.h"
 #include "core/mapped_file.h"
 #include "graph/graph.h"
 #include "graph/model_definition.h"
@@ -16,12 +17,11 @@
 namespace kiln {
 
 struct BundleTensor {
-  std::string dtype;  // "F32"
+  std::string dtype;  // "F32" or "F16"
   std::vector<int64_t> shape;
   std::span<const uint8_t> bytes;
-  std::span<const float> f32() const {
-    return {reinterpret_cast<const float*>(bytes.data()), bytes.size() / sizeof(float)};
-  }
+  // The data as fp32: a view for F32 tensors, converted into `storage` for F16.
+  std::span<const float> as_float(std::vector<float>& storage) const;
 };
 
 struct BuildInfo {
@@ -30,6 +30,7 @@ struct BuildInfo {
   std::string precision = "fp32";
   std::vector<int> batch_sizes = {1};
   nlohmann::json options = nlohmann::json::object();
+  nlohmann::json plans = nlohmann::json::object();  // per backend: kernel choices and the device timed on
 };
 
 // Writes `def` to `path` atomically (temp file + rename). Returns the bytes written.
@@ -46,6 +47,8 @@ class Bundle {
   const Graph& graph() const { return graph_; }
   const std::map<std::string, BundleTensor>& tensors() const { return tensors_; }
   const BundleTensor& tensor(const std::string& name) const;
+  // Weights as fp32 for the engines (F16 tensors converted once and kept).
+  WeightLookup weights() const;
   uint64_t file_size() const { return bytes_.size(); }
   const std::string& path() const { return name_; }
 
@@ -58,6 +61,7 @@ class Bundle {
   nlohmann::json manifest_;
   Graph graph_;
   std::map<std::string, BundleTensor> tensors_;
+  mutable std::map<std::string, std::vector<float>> converted_;
 };
 
 }  // namespace kiln

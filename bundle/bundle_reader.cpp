@@ -5,6 +5,7 @@
 #include "bundle/format.h"
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "core/half.h"
 #include "core/sha256.h"
 
 namespace kiln {
@@ -84,14 +85,15 @@ void Bundle::parse() {
       BundleTensor bt;
       std::string name = t.at("name").get<std::string>();
       bt.dtype = t.at("dtype").get<std::string>();
-      KILN_CHECK(bt.dtype == "F32", "[bundle] {}: tensor '{}' has unsupported dtype {}", name_, name, bt.dtype);
+      KILN_CHECK(bt.dtype == "F32" || bt.dtype == "F16", "[bundle] {}: tensor '{}' has unsupported dtype {}", name_,
+                 name, bt.dtype);
       bt.shape = t.at("shape").get<std::vector<int64_t>>();
       KILN_CHECK(bt.shape.size() <= 8, "[bundle] {}: tensor '{}' has too many dimensions", name_, name);
       uint64_t offset = t.at("offset").get<uint64_t>(), size = t.at("size").get<uint64_t>();
       KILN_CHECK(offset % kAlignment == 0, "[bundle] {}: tensor '{}' is not {}-byte aligned", name_, name, kAlignment);
       KILN_CHECK(checked_add(offset, size, "tensor range") <= d_size,
                  "[bundle] {}: tensor '{}' lies outside the data section", name_, name);
-      KILN_CHECK(checked_mul(checked_numel(bt.shape, "tensor"), 4, "tensor bytes") == size,
+      KILN_CHECK(checked_mul(checked_numel(bt.shape, "tensor"), bt.dtype == "F32" ? 4 : 2, "tensor bytes") == size,
                  "[bundle] {}: tensor '{}' size does not match its shape", name_, name);
       bt.bytes = data.subspan(offset, size);
       ranges.emplace_back(offset, offset + size);
@@ -113,6 +115,24 @@ void Bundle::parse() {
   } catch (const nlohmann::json::exception& e) {
     fail("[bundle] {}: malformed manifest: {}", name_, e.what());
   }
+}
+
+std::span<const float> BundleTensor::as_float(std::vector<float>& storage) const {
+  if (dtype == "F32") return {reinterpret_cast<const float*>(bytes.data()), bytes.size() / sizeof(float)};
+  storage.resize(bytes.size() / 2);
+  for (size_t i = 0; i < storage.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, bytes.data() + 2 * i, 2);
+    storage[i] = half_to_float(h);
+  }
+  return storage;
+}
+
+WeightLookup Bundle::weights() const {
+  return [this](const std::string& name) {
+    const BundleTensor& t = tensor(name);
+    return WeightView{t.shape, t.as_float(converted_[name])};
+  };
 }
 
 const BundleTensor& Bundle::tensor(const std::string& name) const {

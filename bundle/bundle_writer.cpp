@@ -8,6 +8,7 @@
 #include "bundle/bundle.h"
 #include "bundle/format.h"
 #include "core/error.h"
+#include "core/half.h"
 #include "core/sha256.h"
 
 namespace kiln {
@@ -39,12 +40,23 @@ uint64_t write_bundle(const std::string& path, const ModelDefinition& def, const
   // Data section: each tensor 64-byte aligned, in name order.
   std::vector<uint8_t> data;
   nlohmann::json tensors = nlohmann::json::array();
+  KILN_CHECK(info.precision == "fp32" || info.precision == "fp16", "[bundle] unknown precision '{}'", info.precision);
   for (const auto& [name, t] : def.weights) {
+    // fp16 bundles store weights in half precision; biases stay fp32 (they are added in fp32).
+    const bool half = info.precision == "fp16" && t.shape.size() > 1;
     uint64_t offset = align_up(data.size());
-    uint64_t size = t.data.size() * sizeof(float);
+    uint64_t size = t.data.size() * (half ? 2 : 4);
     data.resize(offset + size);
-    std::memcpy(data.data() + offset, t.data.data(), size);
-    tensors.push_back({{"name", name}, {"dtype", "F32"}, {"shape", t.shape}, {"offset", offset}, {"size", size}});
+    if (half) {
+      for (size_t i = 0; i < t.data.size(); ++i) {
+        uint16_t h = float_to_half(t.data[i]);
+        std::memcpy(data.data() + offset + 2 * i, &h, 2);
+      }
+    } else {
+      std::memcpy(data.data() + offset, t.data.data(), size);
+    }
+    tensors.push_back(
+        {{"name", name}, {"dtype", half ? "F16" : "F32"}, {"shape", t.shape}, {"offset", offset}, {"size", size}});
   }
   data.resize(align_up(data.size()));
 
@@ -65,6 +77,7 @@ uint64_t write_bundle(const std::string& path, const ModelDefinition& def, const
       {"precision", info.precision},
       {"input", {{"shape", in_shape}, {"layout", "NCHW"}, {"dtype", "F32"}, {"batch_sizes", info.batch_sizes}}},
       {"build_options", info.options},
+      {"plans", info.plans},
       {"graph", def.graph.to_json()},
       {"tensors", tensors},
   };

@@ -2,8 +2,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
-#include <random>
 #include <sstream>
 
 #include "bundle/bundle.h"
@@ -42,58 +40,70 @@ std::vector<int> parse_list(const std::string& s) {
 }  // namespace
 
 Command add_bench(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench", "Time a bundle's engine on random preprocessed input");
+  auto* cmd = app.add_subcommand("bench", "Time a bundle's engine (on the GPU: CUDA-graph replays, input on the GPU)");
   struct Args {
-    std::string bundle, batch = "1";
-    int iters = 50, warmup = 5;
-    bool json = false;
+    std::string bundle, batch = "1", device = "auto";
+    int iters = 50, warmup = 10, calls = 0;
+    bool json = false, profile = false, plan = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("bundle", args->bundle, "Bundle file")->required();
-  cmd->add_option("--batch", args->batch, "Batch sizes, e.g. 1,8");
-  cmd->add_option("--iters", args->iters, "Timed runs per batch size")->check(CLI::Range(1, 100000));
-  cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::Range(0, 100000));
+  cmd->add_option("--batch", args->batch, "Batch sizes, e.g. 1,32,128");
+  cmd->add_option("--iters", args->iters, "Timed samples per batch size")->check(CLI::Range(1, 100000));
+  cmd->add_option("--warmup", args->warmup, "Untimed calls first")->check(CLI::Range(0, 100000));
+  cmd->add_option("--calls", args->calls, "Calls per timed sample (default: 20 on the GPU, 1 on the CPU)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--device", args->device, "cpu, cuda, or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_flag("--json", args->json, "One JSON object per batch size");
+  cmd->add_flag("--profile", args->profile, "Also report kernel time per layer group");
+  cmd->add_flag("--plan", args->plan, "Also list the kernels and the GEMM tile chosen for each");
   return [args] {
     auto bundle = Bundle::open(args->bundle);
-    classification::ImageClassifier model(bundle);
+    classification::ImageClassifier model(bundle, args->device);
+    Engine& engine = model.engine();
     const auto& pre = model.preprocess_config();
-    std::mt19937 rng(0);
-    std::normal_distribution<float> dist;
+    const bool gpu = engine.device() != "cpu";
+    const int calls = args->calls > 0 ? args->calls : (gpu ? 20 : 1);
     if (!args->json)
-      fmt::print("{} on cpu ({}x{}), {} iterations\n{:>6} {:>10} {:>9} {:>9} {:>9} {:>10} {:>12}\n",
-                 bundle->manifest()["model"].value("architecture", ""), pre.width, pre.height, args->iters, "batch",
-                 "median ms", "p10 ms", "p90 ms", "min ms", "images/s", "arena MiB");
+      fmt::print("{} {} on {} ({}x{}), {} samples of {} calls\n{:>6} {:>10} {:>9} {:>9} {:>9} {:>11} {:>11}\n",
+                 bundle->manifest()["model"].value("architecture", ""), bundle->manifest().value("precision", ""),
+                 engine.device(), pre.width, pre.height, args->iters, calls, "batch", "median ms", "p10 ms", "p90 ms",
+                 "min ms", "images/s", "act. MiB");
     for (int batch : parse_list(args->batch)) {
-      std::vector<float> input(static_cast<size_t>(batch) * pre.channels * pre.height * pre.width);
-      for (auto& v : input) v = dist(rng);
-      std::vector<float> logits(static_cast<size_t>(batch) * model.num_classes());
-      for (int i = 0; i < args->warmup; ++i) model.run(input.data(), batch, logits.data());
-      std::vector<double> ms;
-      for (int i = 0; i < args->iters; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        model.run(input.data(), batch, logits.data());
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      }
+      engine.prepare(batch, pre.height, pre.width);
+      auto ms = engine.benchmark(batch, pre.height, pre.width, args->warmup, args->iters, calls);
       double median = percentile(ms, 0.5);
-      double arena_mib = model.engine().arena_bytes() / 1048576.0;
+      std::map<std::string, double> groups;
+      if (args->profile) groups = engine.profile(batch, pre.height, pre.width, 20);
       if (args->json) {
-        nlohmann::json j = {{"device", "cpu"},
+        nlohmann::json j = {{"device", engine.device()},
+                            {"precision", bundle->manifest().value("precision", "")},
                             {"batch", batch},
                             {"median_ms", median},
                             {"p10_ms", percentile(ms, 0.1)},
                             {"p90_ms", percentile(ms, 0.9)},
                             {"min_ms", *std::min_element(ms.begin(), ms.end())},
                             {"images_per_s", batch * 1000.0 / median},
-                            {"activation_bytes", model.engine().arena_bytes()},
+                            {"activation_bytes", engine.activation_bytes()},
                             {"bundle_bytes", bundle->file_size()}};
+        if (args->profile) j["profile_ms"] = groups;
+        if (args->plan) j["plan"] = engine.plan_summary(batch);
         fmt::print("{}\n", j.dump());
-      } else {
-        fmt::print("{:>6} {:>10.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>10.1f} {:>12.1f}\n", batch, median,
-                   percentile(ms, 0.1), percentile(ms, 0.9), *std::min_element(ms.begin(), ms.end()),
-                   batch * 1000.0 / median, arena_mib);
+        continue;
       }
+      fmt::print("{:>6} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>11.1f} {:>11.1f}\n", batch, median, percentile(ms, 0.1),
+                 percentile(ms, 0.9), *std::min_element(ms.begin(), ms.end()), batch * 1000.0 / median,
+                 engine.activation_bytes() / 1048576.0);
+      if (args->profile) {
+        double total = 0;
+        for (const auto& [g, t] : groups) total += t;
+        for (const auto& [g, t] : groups) fmt::print("         {:<20} {:8.3f} ms {:5.1f}%\n", g, t, 100 * t / total);
+        fmt::print("         {:<20} {:8.3f} ms (kernels launched one by one)\n", "total", total);
+      }
+      if (args->plan)
+        for (const auto& line : engine.plan_summary(batch)) fmt::print("         {}\n", line);
     }
+    fmt::print(stderr, "bundle {:.1f} MiB\n", bundle->file_size() / 1048576.0);
     return 0;
   };
 }

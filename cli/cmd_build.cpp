@@ -47,9 +47,13 @@ Command add_build(CLI::App& app) {
     BuildResult r;
     Status s = build(args->source, args->output, o, &r);
     if (!s.ok()) throw std::runtime_error(s.message());
-    fmt::print("built {} ({} / {}) from {} in {:.2f} s: {} ({:.1f} MiB)\n", r.architecture, r.family,
+    fmt::print("built {} ({} / {}) from {} in {:.2f} s: {} ({:.1f} MiB, {})\n", r.architecture, r.family,
                r.revision.empty() ? "local" : r.revision.substr(0, 12), r.checkpoint_dir, r.seconds, args->output,
-               r.bundle_bytes / 1048576.0);
+               r.bundle_bytes / 1048576.0, o.precision);
+    if (!r.planned_on.empty())
+      fmt::print("planned batch sizes {} on {} in {:.2f} s\n", args->batch, r.planned_on, r.planning_seconds);
+    else if (o.precision != "fp32")
+      fmt::print("no GPU here: kernel choices will be planned on the GPU at first load\n");
     return 0;
   };
 }

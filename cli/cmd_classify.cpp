@@ -12,6 +12,7 @@ Command add_classify(CLI::App& app) {
     std::string bundle;
     std::vector<std::string> images;
     int top = 5;
+    std::string device = "auto";
     bool json = false, logits = false;
   };
   auto args = std::make_shared<Args>();
@@ -19,10 +20,12 @@ Command add_classify(CLI::App& app) {
   cmd->add_option("images", args->images, "Image files")->required();
   cmd->add_option("--top", args->top, "How many classes to show")->check(CLI::Range(1, 1000000));
   cmd->add_flag("--json", args->json, "One JSON object per image on stdout");
+  cmd->add_option("--device", args->device, "cpu, cuda, or auto (the GPU when there is one)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_flag("--logits", args->logits, "With --json: include every class's logit");
   return [args] {
     std::unique_ptr<Classifier> model;
-    Status s = Classifier::load(args->bundle, &model);
+    Status s = Classifier::load(args->bundle, &model, args->device);
     if (!s.ok()) throw std::runtime_error(s.message());
     std::vector<Classification> results;
     s = model->classify_files(args->images, args->top, &results);

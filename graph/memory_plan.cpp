@@ -6,16 +6,22 @@
 
 namespace kiln {
 
-MemoryPlan plan_memory(const Graph& graph, int batch, int height, int width, const std::set<int>& keep,
-                       int64_t element_alignment) {
+std::vector<MemoryStep> node_steps(const Graph& graph) {
+  std::vector<MemoryStep> steps;
+  for (const auto& n : graph.nodes()) steps.push_back({n.inputs, {n.output}});
+  return steps;
+}
+
+MemoryPlan plan_memory(const Graph& graph, const std::vector<MemoryStep>& steps, int batch, int height, int width,
+                       const std::set<int>& keep, int64_t element_alignment) {
   MemoryPlan plan;
   plan.dims = graph.infer_dims(height, width);
-  const auto& nodes = graph.nodes();
   const int nv = static_cast<int>(graph.values().size());
+  const int ns = static_cast<int>(steps.size());
   std::vector<int> last_use(nv, -1);
-  for (int i = 0; i < static_cast<int>(nodes.size()); ++i)
-    for (int in : nodes[i].inputs) last_use[in] = i;
-  for (int v : keep) last_use[v] = static_cast<int>(nodes.size());
+  for (int i = 0; i < ns; ++i)
+    for (int in : steps[i].inputs) last_use[in] = i;
+  for (int v : keep) last_use[v] = ns;
 
   auto size_of = [&](int v) {
     int64_t n = static_cast<int64_t>(checked_mul(static_cast<uint64_t>(plan.dims[v].size()), batch, "activation size"));
@@ -57,12 +63,14 @@ MemoryPlan plan_memory(const Graph& graph, int batch, int height, int width, con
     free_blocks[off] = size;
   };
 
+  // Outputs are allocated before the step's inputs are released, so no step writes over what it reads.
   allocate(graph.input());
-  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
-    allocate(nodes[i].output);
-    for (int in : std::set<int>(nodes[i].inputs.begin(), nodes[i].inputs.end()))
+  for (int i = 0; i < ns; ++i) {
+    for (int out : steps[i].outputs) allocate(out);
+    for (int in : std::set<int>(steps[i].inputs.begin(), steps[i].inputs.end()))
       if (last_use[in] == i) release(in);
-    if (last_use[nodes[i].output] == -1) release(nodes[i].output);  // computed but never read
+    for (int out : steps[i].outputs)
+      if (last_use[out] == -1) release(out);  // computed but never read
   }
   return plan;
 }

@@ -8,6 +8,7 @@
 #include "bundle/bundle.h"
 #include "bundle/format.h"
 #include "core/error.h"
+#include "core/half.h"
 #include "core/sha256.h"
 #include "tests/test_support.h"
 
@@ -112,12 +113,41 @@ TEST(Bundle, RoundTrips) {
   auto b = Bundle::from_bytes(bytes, "tiny.bundle");
   EXPECT_EQ(b->manifest()["format_version"], 1);
   EXPECT_EQ(b->graph().nodes().size(), 3u);
-  auto w = b->tensor("conv.weight").f32();
+  std::vector<float> storage;
+  auto w = b->tensor("conv.weight").as_float(storage);
   ModelDefinition def = tiny_model();
   ASSERT_EQ(w.size(), def.weights["conv.weight"].data.size());
   EXPECT_TRUE(std::equal(w.begin(), w.end(), def.weights["conv.weight"].data.begin()));
   for (const auto& [name, t] : b->tensors())
     EXPECT_EQ(reinterpret_cast<uintptr_t>(t.bytes.data()) % 64, reinterpret_cast<uintptr_t>(bytes.data()) % 64) << name;
+}
+
+TEST(Bundle, StoresFp16WeightsAndFp32Biases) {
+  std::string path = test::binary_dir() + "/tiny-fp16.bundle";
+  BuildInfo info;
+  info.precision = "fp16";
+  write_bundle(path, tiny_model(), info);
+  auto b = Bundle::open(path);
+  EXPECT_EQ(b->tensor("conv.weight").dtype, "F16");
+  EXPECT_EQ(b->tensor("conv.bias").dtype, "F32");
+  ModelDefinition def = tiny_model();
+  auto w = b->weights()("conv.weight");
+  ASSERT_EQ(w.data.size(), def.weights["conv.weight"].data.size());
+  for (size_t i = 0; i < w.data.size(); ++i) EXPECT_NEAR(w.data[i], def.weights["conv.weight"].data[i], 1e-4);
+}
+
+TEST(Half, RoundsToNearestEven) {
+  EXPECT_EQ(float_to_half(1.0f), 0x3C00);
+  EXPECT_EQ(float_to_half(-2.0f), 0xC000);
+  EXPECT_EQ(float_to_half(65504.0f), 0x7BFF);
+  EXPECT_EQ(float_to_half(65520.0f), 0x7C00);            // rounds up to infinity
+  EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048), 0x3C00);  // halfway, to even
+  EXPECT_EQ(float_to_half(1.0f + 3.0f / 2048), 0x3C02);  // halfway, to even (up)
+  EXPECT_EQ(float_to_half(5.9604645e-8f), 0x0001);       // smallest subnormal
+  EXPECT_EQ(float_to_half(2.9802322e-8f), 0x0000);       // half of it: to even (zero)
+  EXPECT_EQ(float_to_half(6.1035156e-5f), 0x0400);       // smallest normal
+  for (uint16_t h : {0x0001, 0x03ff, 0x0400, 0x3555, 0x7bff, 0xabcd})
+    EXPECT_EQ(float_to_half(half_to_float(h)), h) << h;
 }
 
 TEST(Bundle, RejectsTruncatedAndCorruptFiles) {

@@ -2,6 +2,7 @@
 // "kiln: error: ...", and a non-zero exit status: never a crash, never a wrong answer.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -154,9 +155,34 @@ TEST(Cli, BadImages) {
   expect_clean_failure("classify " + good_bundle() + " " + work_dir() + "/cut.png", "PNG decode failed");
 }
 
+TEST(Cli, Fp16BundleRunsOnTheCpu) {
+  std::string out, path = work_dir() + "/b0-fp16.bundle";
+  ASSERT_EQ(test::run_command(kiln_bin() + " build " + transplant() + " -o " + path + " --precision fp16", &out), 0)
+      << out;
+  EXPECT_LT(fs::file_size(path), fs::file_size(good_bundle()) * 0.55);
+  ASSERT_EQ(test::run_command(kiln_bin() + " inspect --json " + path, &out), 0);
+  EXPECT_EQ(nlohmann::json::parse(out)["precision"], "fp16");
+  std::string a, b;
+  std::string image = test::source_dir() + "/samples/coffee.webp";
+  ASSERT_EQ(test::run_command(
+                kiln_bin() + " classify --device cpu --json --logits " + path + " " + image + " 2>/dev/null", &a),
+            0);
+  ASSERT_EQ(
+      test::run_command(
+          kiln_bin() + " classify --device cpu --json --logits " + good_bundle() + " " + image + " 2>/dev/null", &b),
+      0);
+  auto ja = nlohmann::json::parse(a), jb = nlohmann::json::parse(b);
+  EXPECT_EQ(ja["top"][0]["index"], jb["top"][0]["index"]);
+  double diff = 0;
+  for (int i = 0; i < 1000; ++i)
+    diff = std::max(diff, std::fabs(ja["logits"][i].get<double>() - jb["logits"][i].get<double>()));
+  EXPECT_LT(diff, 0.05) << "fp16 weights moved a logit by " << diff;
+  EXPECT_GT(diff, 0.0) << "fp16 weights changed nothing: were they stored in half precision?";
+}
+
 TEST(Cli, UnsupportedPrecisionIsRefused) {
-  expect_clean_failure("build " + transplant() + " -o " + work_dir() + "/fp16.bundle --precision fp16",
-                       "precision 'fp16'");
+  expect_clean_failure("build " + transplant() + " -o " + work_dir() + "/fp8.bundle --precision fp8",
+                       "precision 'fp8'");
   expect_clean_failure("build " + transplant() + " -o " + work_dir() + "/b.bundle --batch 1,x", "--batch");
 }
 

@@ -70,7 +70,7 @@ int CpuEngine::output_elements(int height, int width) const {
 
 void CpuEngine::prepare(int batch, int height, int width, const std::set<int>& keep) {
   if (batch == planned_batch_ && height == planned_h_ && width == planned_w_ && keep == planned_keep_) return;
-  plan_ = plan_memory(graph_, batch, height, width, keep);
+  plan_ = plan_memory(graph_, node_steps(graph_), batch, height, width, keep);
   arena_.assign(plan_.arena_elements, 0.0f);
   planned_batch_ = batch;
   planned_h_ = height;

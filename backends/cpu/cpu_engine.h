@@ -9,30 +9,25 @@
 #include <string>
 #include <vector>
 
+#include "backends/engine.h"
 #include "core/tensor.h"
 #include "graph/graph.h"
 #include "graph/memory_plan.h"
 
 namespace kiln {
 
-struct WeightView {
-  std::vector<int64_t> shape;
-  std::span<const float> data;
-};
-using WeightLookup = std::function<WeightView(const std::string&)>;
-
-class CpuEngine {
+class CpuEngine : public Engine {
  public:
   CpuEngine(const Graph& graph, const WeightLookup& weights);
 
-  // input: [batch, C, H, W] (NCHW, like PyTorch); output: [batch, output elements].
-  void run(const float* input, int batch, int height, int width, float* output);
+  std::string device() const override { return "cpu"; }
+  void run(const float* input, int batch, int height, int width, float* output) override;
   // Also returns the named values in `taps` (NCHW), e.g. "blocks.3".
   std::map<std::string, Tensor> run_with_taps(const float* input, int batch, int height, int width, float* output,
                                               const std::vector<std::string>& taps);
-  int output_elements(int height, int width) const;
-  // Activation arena of the last planned run, in bytes.
-  int64_t arena_bytes() const { return plan_.arena_elements * 4; }
+  int output_elements(int height, int width) const override;
+  int input_channels() const override { return graph_.values()[graph_.input()].channels; }
+  int64_t activation_bytes() const override { return plan_.arena_elements * 4; }
 
  private:
   struct Layer {

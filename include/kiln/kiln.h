@@ -17,7 +17,7 @@ namespace kiln {
 
 struct BuildOptions {
   std::string revision;            // Hub revision (branch, tag or commit); empty: main
-  std::string precision = "fp32";  // fp32 on every backend
+  std::string precision = "fp32";  // fp32 or fp16 (weights stored in half precision)
   std::vector<int> batch_sizes = {1};
   std::string labels_file;  // optional: class names (JSON list/object or one per line)
 };
@@ -26,6 +26,8 @@ struct BuildResult {
   std::string architecture, family, model_id, revision, checkpoint_dir;
   uint64_t bundle_bytes = 0;
   double seconds = 0;
+  std::string planned_on;  // the GPU whose timings chose the kernels ("" without a GPU)
+  double planning_seconds = 0;
 };
 
 // SOURCE: a local folder (Hugging Face layout, or a format a family imports), or a Hub id
@@ -49,6 +51,7 @@ struct ModelInfo {
   int channels = 0, height = 0, width = 0, num_classes = 0;
   std::vector<int> batch_sizes;
   uint64_t bundle_bytes = 0;
+  std::string device;  // where it runs: "cpu", "cuda:0 (NVIDIA H200)"
 };
 
 // A decoded 8-bit RGB image (row-major, 3 bytes a pixel), owned by the caller.
@@ -59,7 +62,9 @@ struct ImageView {
 
 class Classifier {
  public:
-  static Status load(const std::string& bundle_path, std::unique_ptr<Classifier>* out);
+  // device: "cpu", "cuda", or "auto" (the GPU when there is one).
+  static Status load(const std::string& bundle_path, std::unique_ptr<Classifier>* out,
+                     const std::string& device = "auto");
   ~Classifier();
 
   const ModelInfo& info() const;

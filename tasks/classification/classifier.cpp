@@ -23,19 +23,10 @@ std::vector<Scored> top_k(const float* logits, int classes, int k) {
   return out;
 }
 
-namespace {
-
-WeightLookup bundle_weights(const Bundle& b) {
-  return [&b](const std::string& name) {
-    const auto& t = b.tensor(name);
-    return WeightView{t.shape, t.f32()};
-  };
-}
-
-}  // namespace
-
-ImageClassifier::ImageClassifier(std::shared_ptr<const Bundle> bundle)
-    : bundle_(std::move(bundle)), engine_(bundle_->graph(), bundle_weights(*bundle_)) {
+ImageClassifier::ImageClassifier(std::shared_ptr<const Bundle> bundle, const std::string& device)
+    : bundle_(std::move(bundle)),
+      engine_(make_engine(device, bundle_->graph(), bundle_->weights(),
+                          bundle_->manifest().value("plans", nlohmann::json::object()))) {
   const auto& m = bundle_->manifest();
   try {
     const auto& task = m.at("task");
@@ -46,13 +37,13 @@ ImageClassifier::ImageClassifier(std::shared_ptr<const Bundle> bundle)
   } catch (const nlohmann::json::exception& e) {
     fail("[classify] {}: malformed task section: {}", bundle_->path(), e.what());
   }
-  int classes = engine_.output_elements(pre_.height, pre_.width);
+  int classes = engine_->output_elements(pre_.height, pre_.width);
   KILN_CHECK(static_cast<int>(labels_.size()) == classes, "[classify] {}: {} labels for {} classes", bundle_->path(),
              labels_.size(), classes);
 }
 
 void ImageClassifier::run(const float* input, int batch, float* logits) {
-  engine_.run(input, batch, pre_.height, pre_.width, logits);
+  engine_->run(input, batch, pre_.height, pre_.width, logits);
 }
 
 std::vector<float> ImageClassifier::classify(const std::vector<const Image*>& images) {

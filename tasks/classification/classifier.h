@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/cpu_engine.h"
+#include "backends/engine.h"
 #include "bundle/bundle.h"
 #include "tasks/classification/preprocess.h"
 #include "tasks/image/image.h"
@@ -23,13 +23,14 @@ std::vector<Scored> top_k(const float* logits, int classes, int k);
 
 class ImageClassifier {
  public:
-  explicit ImageClassifier(std::shared_ptr<const Bundle> bundle);
+  // device: "cpu", "cuda" or "auto" (the GPU when there is one).
+  ImageClassifier(std::shared_ptr<const Bundle> bundle, const std::string& device = "auto");
 
   const PreprocessConfig& preprocess_config() const { return pre_; }
   const std::vector<std::string>& labels() const { return labels_; }
   int num_classes() const { return static_cast<int>(labels_.size()); }
   const Bundle& bundle() const { return *bundle_; }
-  CpuEngine& engine() { return engine_; }
+  Engine& engine() { return *engine_; }
 
   // input: batch x C x H x W; logits: batch x classes.
   void run(const float* input, int batch, float* logits);
@@ -40,7 +41,7 @@ class ImageClassifier {
   std::shared_ptr<const Bundle> bundle_;
   PreprocessConfig pre_;
   std::vector<std::string> labels_;
-  CpuEngine engine_;
+  std::unique_ptr<Engine> engine_;
 };
 
 }  // namespace kiln::classification

@@ -1,0 +1,640 @@
+#include "backends/cuda/cuda_engine.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernels.cuh"
+#include "core/error.h"
+
+namespace kiln {
+
+struct CudaStep {
+  enum Kind { Stem, Gemm, Depthwise, SqueezeExcite, Pool, Scale, Add, LinearNaive, ToFloat } kind;
+  std::string name, group;
+  std::vector<int> reads, writes;  // arena values, for memory planning
+  int x = -1, y = -1, gate = -1, residual = -1, other = -1;
+  bool to_output = false;  // writes the fp32 output buffer instead of the arena
+  int node = -1;           // the graph node whose shape parameters it uses
+  cuda::Act act = cuda::Act::None, act2 = cuda::Act::Sigmoid;
+  size_t w = 0, b = 0, w2 = 0, b2 = 0;  // byte offsets into the weight blob; b = SIZE_MAX: no bias
+  int pool_slot = -1;
+  int rd = 0;
+};
+
+namespace {
+
+constexpr size_t kNoBias = SIZE_MAX;
+
+cuda::Act to_cuda(Activation a) {
+  return a == Activation::SiLU ? cuda::Act::SiLU : a == Activation::Sigmoid ? cuda::Act::Sigmoid : cuda::Act::None;
+}
+
+bool is_pointwise(const Node& n) {
+  return n.op == Op::Conv2d && n.kernel == 1 && n.stride == 1 && n.groups == 1 && !n.pad.same && n.pad.top == 0 &&
+         n.pad.left == 0 && n.pad.bottom == 0 && n.pad.right == 0;
+}
+
+// Host staging for the weight blob; each tensor 256-byte aligned.
+class Blob {
+ public:
+  size_t add_half(std::span<const float> v) {
+    size_t off = reserve(v.size() * 2);
+    auto* p = reinterpret_cast<__half*>(bytes_.data() + off);
+    for (size_t i = 0; i < v.size(); ++i) p[i] = __float2half_rn(v[i]);
+    return off;
+  }
+  size_t add_float(std::span<const float> v) {
+    size_t off = reserve(v.size() * 4);
+    std::memcpy(bytes_.data() + off, v.data(), v.size() * 4);
+    return off;
+  }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+
+ private:
+  size_t reserve(size_t n) {
+    size_t off = (bytes_.size() + 255) / 256 * 256;
+    bytes_.resize(off + n);
+    return off;
+  }
+  std::vector<uint8_t> bytes_;
+};
+
+}  // namespace
+
+bool cuda_backend_available() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+std::unique_ptr<Engine> make_cuda_engine(const Graph& graph, const WeightLookup& weights, const nlohmann::json& plan) {
+  return std::make_unique<CudaEngine>(graph, weights, plan);
+}
+
+CudaEngine::CudaEngine(const Graph& graph, const WeightLookup& weights, const nlohmann::json& plan) : graph_(graph) {
+  KILN_CHECK(cuda_backend_available(), "[cuda] no CUDA device");
+  KILN_CUDA_CHECK(cudaGetDevice(&device_));
+  cudaDeviceProp prop{};
+  KILN_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+  device_name_ = prop.name;
+  KILN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  build_steps(weights);
+  if (!plan.is_object()) return;
+  // Saved GEMM choices are used only on the GPU model they were timed on.
+  std::string planned_on = plan.value("device", std::string());
+  if (planned_on != device_name_) {
+    std::fprintf(stderr, "kiln: the bundle was planned on %s; re-planning for %s\n", planned_on.c_str(),
+                 device_name_.c_str());
+    return;
+  }
+  for (auto& [batch, entry] : plan.value("batches", nlohmann::json::object()).items()) {
+    auto names = entry.value("gemm", std::vector<std::string>());
+    std::vector<int> variants(steps_.size(), -1);
+    size_t g = 0;
+    bool ok = true;
+    for (size_t i = 0; i < steps_.size() && ok; ++i) {
+      if (steps_[i].kind != CudaStep::Gemm) continue;
+      ok = g < names.size();
+      for (int v = 0; ok && v < cuda::kGemmVariants; ++v)
+        if (names[g] == cuda::gemm_variant_name(v)) variants[i] = v;
+      ok = ok && variants[i] >= 0;
+      ++g;
+    }
+    if (ok && g == names.size()) saved_variants_[std::stoi(batch)] = variants;
+  }
+}
+
+nlohmann::json CudaEngine::export_plan() const {
+  nlohmann::json batches = nlohmann::json::object();
+  for (const auto& [batch, p] : plans_) {
+    std::vector<std::string> gemm;
+    for (size_t i = 0; i < steps_.size(); ++i)
+      if (steps_[i].kind == CudaStep::Gemm) gemm.push_back(cuda::gemm_variant_name(std::max(0, p.variants[i])));
+    batches[std::to_string(batch)] = {{"gemm", gemm}};
+  }
+  return {{"device", device_name_}, {"batches", batches}};
+}
+
+CudaEngine::~CudaEngine() {
+  drop_graphs();
+  cudaFree(weights_);
+  cudaFree(arena_);
+  cudaFree(input_);
+  cudaFree(output_);
+  cudaFree(pool_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+std::string CudaEngine::device() const { return fmt::format("cuda:{} ({})", device_, device_name_); }
+
+// Maps graph nodes onto kernels, fusing what the kernels can absorb.
+void CudaEngine::build_steps(const WeightLookup& weights) {
+  const auto& nodes = graph_.nodes();
+  const auto& values = graph_.values();
+  std::vector<std::vector<int>> consumers(values.size());
+  std::vector<int> producer(values.size(), -1);
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+    for (int in : nodes[i].inputs) consumers[in].push_back(i);
+    producer[nodes[i].output] = i;
+  }
+  std::vector<bool> handled(nodes.size(), false);
+  std::set<int> fused_scales;
+  Blob blob;
+  auto bias_of = [&](const Node& n) { return n.bias.empty() ? kNoBias : blob.add_float(weights(n.bias).data); };
+  auto unsupported = [&](const Node& n, const std::string& why) {
+    fail("[cuda] {}: {} is not supported by the CUDA backend ({})", n.name, op_name(n.op), why);
+  };
+
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+    if (handled[i]) continue;
+    const Node& n = nodes[i];
+    const int in = n.inputs[0];
+    const int cin = values[in].channels, cout = values[n.output].channels;
+    CudaStep s;
+    s.name = n.name;
+    s.group = n.group.empty() ? op_name(n.op) : n.group;
+    s.node = i;
+    s.x = in;
+    s.y = n.output;
+    s.act = to_cuda(n.act);
+    switch (n.op) {
+      case Op::Conv2d: {
+        WeightView w = weights(n.weight);
+        if (in == graph_.input()) {
+          if (cout % 8 != 0 || n.groups != 1)
+            unsupported(n, "a first conv needs groups 1 and output channels % 8 == 0");
+          if (static_cast<int64_t>(n.kernel) * n.kernel * cin * cout * 4 > 48 * 1024)
+            unsupported(n, "stem weights over 48 KB");
+          s.kind = CudaStep::Stem;
+          // [out, k, k, in] -> [k, k, in, out]
+          std::vector<float> t(w.data.size());
+          const int kk = n.kernel * n.kernel;
+          for (int o = 0; o < cout; ++o)
+            for (int p = 0; p < kk; ++p)
+              for (int c = 0; c < cin; ++c)
+                t[(p * cin + c) * cout + o] = w.data[(static_cast<size_t>(o) * kk + p) * cin + c];
+          s.w = blob.add_float(t);
+          s.b = bias_of(n);
+          s.reads = {in};
+          s.writes = {n.output};
+        } else if (is_pointwise(n)) {
+          if (cin % 8 != 0 || cout % 8 != 0) unsupported(n, "pointwise conv channels must be multiples of 8");
+          s.kind = CudaStep::Gemm;
+          int p = producer[in];
+          if (p >= 0 && fused_scales.count(p)) {  // the gate is applied as A is loaded
+            s.x = nodes[p].inputs[0];
+            s.gate = nodes[p].inputs[1];
+          }
+          if (consumers[n.output].size() == 1 && nodes[consumers[n.output][0]].op == Op::Add) {
+            const Node& add = nodes[consumers[n.output][0]];
+            s.residual = add.inputs[0] == n.output ? add.inputs[1] : add.inputs[0];
+            s.y = add.output;
+            handled[consumers[n.output][0]] = true;
+          }
+          s.w = blob.add_half(w.data);
+          s.b = bias_of(n);
+          s.reads = {s.x};
+          if (s.gate >= 0) s.reads.push_back(s.gate);
+          if (s.residual >= 0) s.reads.push_back(s.residual);
+          s.writes = {s.y};
+        } else if (n.groups == cin && cin == cout && w.shape[3] == 1 &&
+                   cuda::depthwise_supported(n.kernel, n.stride, cin)) {
+          s.kind = CudaStep::Depthwise;
+        } else {
+          unsupported(n, fmt::format("kernel {}, stride {}, groups {}", n.kernel, n.stride, n.groups));
+        }
+        if (s.kind == CudaStep::Depthwise) {
+          std::vector<float> t(w.data.size());  // [c, k, k, 1] -> [k, k, c]
+          const int kk = n.kernel * n.kernel;
+          for (int c = 0; c < cin; ++c)
+            for (int p = 0; p < kk; ++p) t[static_cast<size_t>(p) * cin + c] = w.data[static_cast<size_t>(c) * kk + p];
+          s.w = blob.add_half(t);
+          s.b = bias_of(n);
+          s.reads = {in};
+          s.writes = {n.output};
+          steps_.push_back(s);
+          // Squeeze-excite: pool -> linear -> linear over this output becomes one MLP kernel fed
+          // by sums the depthwise kernel accumulates.
+          for (int c : consumers[n.output]) {
+            if (nodes[c].op != Op::GlobalAvgPool || consumers[nodes[c].output].size() != 1) continue;
+            const Node& l1 = nodes[consumers[nodes[c].output][0]];
+            if (l1.op != Op::Linear || consumers[l1.output].size() != 1) continue;
+            const Node& l2 = nodes[consumers[l1.output][0]];
+            if (l2.op != Op::Linear || values[l2.output].channels != cin) continue;
+            CudaStep se;
+            se.kind = CudaStep::SqueezeExcite;
+            se.name = l1.name.substr(0, l1.name.rfind('.'));
+            se.group = l1.group.empty() ? "squeeze_excite" : l1.group;
+            se.node = consumers[nodes[c].output][0];
+            se.rd = values[l1.output].channels;
+            se.act = to_cuda(l1.act);
+            se.act2 = to_cuda(l2.act);
+            se.w = blob.add_float(weights(l1.weight).data);
+            se.b = bias_of(l1);
+            se.w2 = blob.add_float(weights(l2.weight).data);
+            se.b2 = bias_of(l2);
+            KILN_CHECK(se.b != kNoBias && se.b2 != kNoBias, "[cuda] {}: squeeze-excite layers need biases", se.name);
+            se.y = l2.output;
+            se.other = n.output;  // the pooled map, for its pixel count
+            se.writes = {l2.output};
+            se.pool_slot = static_cast<int>(pool_offsets_.size());
+            pool_offsets_.push_back(pool_floats_per_image_);
+            pool_floats_per_image_ += cin;
+            steps_.back().pool_slot = se.pool_slot;
+            handled[c] = handled[se.node] = handled[consumers[l1.output][0]] = true;
+            steps_.push_back(se);
+            break;
+          }
+          continue;
+        }
+        break;
+      }
+      case Op::ScaleChannels: {
+        const auto& cons = consumers[n.output];
+        if (cons.size() == 1 && is_pointwise(nodes[cons[0]]) && cin % 8 == 0) {
+          fused_scales.insert(i);  // applied by the consuming GEMM
+          continue;
+        }
+        s.kind = CudaStep::Scale;
+        s.gate = n.inputs[1];
+        s.reads = {in, s.gate};
+        s.writes = {n.output};
+        break;
+      }
+      case Op::Add:
+        s.kind = CudaStep::Add;
+        s.other = n.inputs[1];
+        s.reads = {in, s.other};
+        s.writes = {n.output};
+        break;
+      case Op::GlobalAvgPool:
+        s.kind = CudaStep::Pool;
+        s.reads = {in};
+        s.writes = {n.output};
+        break;
+      case Op::Linear: {
+        WeightView w = weights(n.weight);
+        if (cin % 8 == 0 && cout % 8 == 0) {
+          s.kind = CudaStep::Gemm;
+          s.w = blob.add_half(w.data);
+        } else {
+          s.kind = CudaStep::LinearNaive;
+          s.w = blob.add_float(w.data);
+        }
+        s.b = bias_of(n);
+        s.reads = {in};
+        s.writes = {n.output};
+        break;
+      }
+    }
+    steps_.push_back(s);
+  }
+  // The output is fp32: the last GEMM or linear writes it directly, anything else is converted.
+  CudaStep& last = steps_.back();
+  if (last.y == graph_.output() &&
+      (last.kind == CudaStep::LinearNaive || (last.kind == CudaStep::Gemm && last.gate < 0 && last.residual < 0))) {
+    last.to_output = true;
+    last.writes.clear();
+  } else {
+    CudaStep c;
+    c.kind = CudaStep::ToFloat;
+    c.name = "output";
+    c.group = "head";
+    c.x = graph_.output();
+    c.reads = {graph_.output()};
+    c.to_output = true;
+    steps_.push_back(c);
+  }
+  KILN_CUDA_CHECK(cudaMalloc(&weights_, std::max<size_t>(blob.bytes().size(), 256)));
+  KILN_CUDA_CHECK(cudaMemcpy(weights_, blob.bytes().data(), blob.bytes().size(), cudaMemcpyHostToDevice));
+}
+
+int CudaEngine::output_elements(int height, int width) const {
+  return static_cast<int>(graph_.infer_dims(height, width)[graph_.output()].size());
+}
+
+int64_t CudaEngine::activation_bytes() const {
+  int64_t m = 0;
+  for (const auto& [b, p] : plans_) m = std::max(m, p.memory.arena_elements * 2);
+  return m;
+}
+
+void CudaEngine::drop_graphs() {
+  for (auto& [b, p] : plans_)
+    if (p.graph) {
+      cudaGraphExecDestroy(p.graph);
+      p.graph = nullptr;
+    }
+}
+
+void CudaEngine::ensure_capacity(int64_t arena_halves, int batch) {
+  if (arena_halves <= arena_capacity_ && batch <= capacity_batch_) return;
+  drop_graphs();  // captured graphs hold the old pointers
+  KILN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (arena_halves > arena_capacity_) {
+    cudaFree(arena_);
+    KILN_CUDA_CHECK(cudaMalloc(&arena_, std::max<int64_t>(arena_halves, 64) * 2));
+    arena_capacity_ = arena_halves;
+  }
+  if (batch > capacity_batch_) {
+    const Dims& in = graph_.infer_dims(height_, width_)[graph_.input()];
+    cudaFree(input_);
+    cudaFree(output_);
+    cudaFree(pool_);
+    KILN_CUDA_CHECK(cudaMalloc(&input_, static_cast<size_t>(batch) * in.size() * 4));
+    KILN_CUDA_CHECK(cudaMalloc(&output_, static_cast<size_t>(batch) * output_elements(height_, width_) * 4));
+    KILN_CUDA_CHECK(cudaMalloc(&pool_, std::max<size_t>(static_cast<size_t>(batch) * pool_floats_per_image_, 1) * 4));
+    capacity_batch_ = batch;
+  }
+}
+
+void CudaEngine::enqueue(int batch, const BatchPlan& plan, cudaStream_t st, int only_step) {
+  const auto& dims = plan.memory.dims;
+  auto* wb = static_cast<const uint8_t*>(weights_);
+  auto wf = [&](size_t off) { return off == kNoBias ? nullptr : reinterpret_cast<const float*>(wb + off); };
+  auto wh = [&](size_t off) { return reinterpret_cast<const __half*>(wb + off); };
+  auto val = [&](int v) { return arena_ + plan.memory.offset[v]; };
+  auto pool = [&](int slot) { return pool_ + pool_offsets_[slot] * batch; };
+  if (only_step < 0 && pool_floats_per_image_ > 0)
+    KILN_CUDA_CHECK(cudaMemsetAsync(pool_, 0, static_cast<size_t>(batch) * pool_floats_per_image_ * 4, st));
+  for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
+    if (only_step >= 0 && i != only_step) continue;
+    const CudaStep& s = steps_[i];
+    const Node& n = graph_.nodes()[s.node >= 0 ? s.node : 0];
+    switch (s.kind) {
+      case CudaStep::Stem: {
+        const Dims &x = dims[s.x], &y = dims[s.y];
+        Padding p = Graph::resolve_padding(n, x.h, x.w);
+        cuda::StemArgs a;
+        a.x = input_;
+        a.w = wf(s.w);
+        a.bias = wf(s.b);
+        a.y = val(s.y);
+        a.batch = batch;
+        a.c_in = x.c;
+        a.h = x.h;
+        a.w_in = x.w;
+        a.c_out = y.c;
+        a.oh = y.h;
+        a.ow = y.w;
+        a.kernel = n.kernel;
+        a.stride = n.stride;
+        a.pad_top = p.top;
+        a.pad_left = p.left;
+        a.act = s.act;
+        cuda::launch_stem(a, st);
+        break;
+      }
+      case CudaStep::Gemm: {
+        const Dims &x = dims[s.x], &y = dims[s.to_output ? graph_.output() : s.y];
+        cuda::GemmArgs a;
+        a.a = val(s.x);
+        a.w = wh(s.w);
+        a.bias = wf(s.b);
+        a.gate = s.gate >= 0 ? val(s.gate) : nullptr;
+        a.residual = s.residual >= 0 ? val(s.residual) : nullptr;
+        a.out = s.to_output ? static_cast<void*>(output_) : static_cast<void*>(val(s.y));
+        a.out_f32 = s.to_output;
+        a.m = batch * x.h * x.w;
+        a.n = y.c;
+        a.k = x.c;
+        a.rows_per_image = x.h * x.w;
+        a.act = s.act;
+        cuda::launch_gemm(a, plan.variants[i] < 0 ? 0 : plan.variants[i], st);
+        break;
+      }
+      case CudaStep::Depthwise: {
+        const Dims &x = dims[s.x], &y = dims[s.y];
+        Padding p = Graph::resolve_padding(n, x.h, x.w);
+        cuda::DepthwiseArgs a;
+        a.x = val(s.x);
+        a.w = wh(s.w);
+        a.bias = wf(s.b);
+        a.y = val(s.y);
+        a.pool = s.pool_slot >= 0 ? pool(s.pool_slot) : nullptr;
+        a.batch = batch;
+        a.h = x.h;
+        a.w_in = x.w;
+        a.c = x.c;
+        a.oh = y.h;
+        a.ow = y.w;
+        a.kernel = n.kernel;
+        a.stride = n.stride;
+        a.pad_top = p.top;
+        a.pad_left = p.left;
+        a.act = s.act;
+        cuda::launch_depthwise(a, st);
+        break;
+      }
+      case CudaStep::SqueezeExcite: {
+        cuda::SqueezeExciteArgs a;
+        a.pool = pool(s.pool_slot);
+        a.w1 = wf(s.w);
+        a.b1 = wf(s.b);
+        a.w2 = wf(s.w2);
+        a.b2 = wf(s.b2);
+        a.gate = val(s.y);
+        a.batch = batch;
+        a.c = dims[s.y].c;
+        a.rd = s.rd;
+        a.pixels = dims[s.other].h * dims[s.other].w;
+        a.act1 = s.act;
+        a.act2 = s.act2;
+        cuda::launch_squeeze_excite(a, st);
+        break;
+      }
+      case CudaStep::Pool: {
+        const Dims& x = dims[s.x];
+        cuda::launch_global_avg_pool(val(s.x), val(s.y), batch, x.h * x.w, x.c, st);
+        break;
+      }
+      case CudaStep::Scale: {
+        const Dims& x = dims[s.x];
+        cuda::launch_scale_channels(val(s.x), val(s.gate), val(s.y), batch, x.h * x.w, x.c, st);
+        break;
+      }
+      case CudaStep::Add:
+        cuda::launch_add(val(s.x), val(s.other), val(s.y), static_cast<int64_t>(batch) * dims[s.x].size(), st);
+        break;
+      case CudaStep::LinearNaive: {
+        const int out_value = s.to_output ? graph_.output() : s.y;
+        cuda::launch_linear_naive(val(s.x), wf(s.w), wf(s.b),
+                                  s.to_output ? static_cast<void*>(output_) : static_cast<void*>(val(s.y)), s.to_output,
+                                  batch, dims[s.x].c, dims[out_value].c, s.act, st);
+        break;
+      }
+      case CudaStep::ToFloat:
+        cuda::launch_half_to_float(val(s.x), output_, static_cast<int64_t>(batch) * dims[s.x].size(), st);
+        break;
+    }
+    KILN_CUDA_CHECK(cudaGetLastError());
+  }
+}
+
+void CudaEngine::tune(int batch, BatchPlan& plan) {
+  // Fill the input and run once so that every buffer holds realistic values, then time each
+  // tile variant of each GEMM in place and keep the fastest.
+  const Dims& in = plan.memory.dims[graph_.input()];
+  std::vector<float> host(static_cast<size_t>(batch) * in.size());
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+  KILN_CUDA_CHECK(cudaMemcpyAsync(input_, host.data(), host.size() * 4, cudaMemcpyHostToDevice, stream_));
+  enqueue(batch, plan, stream_);
+  cudaEvent_t start, stop;
+  KILN_CUDA_CHECK(cudaEventCreate(&start));
+  KILN_CUDA_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
+    if (steps_[i].kind != CudaStep::Gemm) continue;
+    float best = 1e30f;
+    int best_variant = 0;
+    for (int v = 0; v < cuda::kGemmVariants; ++v) {
+      plan.variants[i] = v;
+      enqueue(batch, plan, stream_, i);  // warm up
+      KILN_CUDA_CHECK(cudaEventRecord(start, stream_));
+      for (int r = 0; r < 10; ++r) enqueue(batch, plan, stream_, i);
+      KILN_CUDA_CHECK(cudaEventRecord(stop, stream_));
+      KILN_CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      KILN_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      if (ms < best) {
+        best = ms;
+        best_variant = v;
+      }
+    }
+    plan.variants[i] = best_variant;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+void CudaEngine::prepare(int batch, int height, int width) {
+  KILN_CHECK(batch >= 1, "[cuda] batch must be at least 1");
+  if (height != height_ || width != width_) {
+    drop_graphs();
+    plans_.clear();
+    height_ = height;
+    width_ = width;
+  }
+  auto it = plans_.find(batch);
+  if (it != plans_.end() && it->second.graph) return;
+  if (it == plans_.end()) {
+    BatchPlan plan;
+    plan.memory = plan_memory(
+        graph_,
+        [&] {
+          std::vector<MemoryStep> ms;
+          for (const auto& s : steps_) ms.push_back({s.reads, s.writes});
+          return ms;
+        }(),
+        batch, height, width, {}, 64);
+    plan.variants.assign(steps_.size(), -1);
+    it = plans_.emplace(batch, std::move(plan)).first;
+    ensure_capacity(it->second.memory.arena_elements, batch);
+    auto saved = saved_variants_.find(batch);
+    if (saved != saved_variants_.end())
+      it->second.variants = saved->second;
+    else
+      tune(batch, it->second);
+  } else {
+    ensure_capacity(it->second.memory.arena_elements, batch);
+  }
+  for (auto& [b, p] : plans_) {  // capture every plan that lost its graph (or never had one)
+    if (p.graph) continue;
+    cudaGraph_t g;
+    KILN_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    enqueue(b, p, stream_);
+    KILN_CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+    KILN_CUDA_CHECK(cudaGraphInstantiate(&p.graph, g, 0));
+    cudaGraphDestroy(g);
+  }
+}
+
+void CudaEngine::replay(int batch, cudaStream_t st) {
+  auto it = plans_.find(batch);
+  KILN_CHECK(it != plans_.end() && it->second.graph, "[cuda] batch {} was not prepared", batch);
+  KILN_CUDA_CHECK(cudaGraphLaunch(it->second.graph, st));
+}
+
+void CudaEngine::run(const float* input, int batch, int height, int width, float* output) {
+  prepare(batch, height, width);
+  const Dims& in = plans_[batch].memory.dims[graph_.input()];
+  KILN_CUDA_CHECK(
+      cudaMemcpyAsync(input_, input, static_cast<size_t>(batch) * in.size() * 4, cudaMemcpyHostToDevice, stream_));
+  replay(batch, stream_);
+  KILN_CUDA_CHECK(cudaMemcpyAsync(output, output_, static_cast<size_t>(batch) * output_elements(height, width) * 4,
+                                  cudaMemcpyDeviceToHost, stream_));
+  KILN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+std::vector<double> CudaEngine::benchmark(int batch, int height, int width, int warmup, int samples,
+                                          int calls_per_sample) {
+  prepare(batch, height, width);
+  std::vector<float> host(static_cast<size_t>(batch) * input_channels() * height * width);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+  KILN_CUDA_CHECK(cudaMemcpyAsync(input_, host.data(), host.size() * 4, cudaMemcpyHostToDevice, stream_));
+  for (int i = 0; i < warmup; ++i) replay(batch, stream_);
+  cudaEvent_t start, stop;
+  KILN_CUDA_CHECK(cudaEventCreate(&start));
+  KILN_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> ms;
+  for (int s = 0; s < samples; ++s) {
+    KILN_CUDA_CHECK(cudaEventRecord(start, stream_));
+    for (int c = 0; c < calls_per_sample; ++c) replay(batch, stream_);
+    KILN_CUDA_CHECK(cudaEventRecord(stop, stream_));
+    KILN_CUDA_CHECK(cudaEventSynchronize(stop));
+    float t = 0;
+    KILN_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    ms.push_back(static_cast<double>(t) / calls_per_sample);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms;
+}
+
+std::map<std::string, double> CudaEngine::profile(int batch, int height, int width, int iterations) {
+  prepare(batch, height, width);
+  const BatchPlan& plan = plans_[batch];
+  std::vector<cudaEvent_t> ev(steps_.size() + 1);
+  for (auto& e : ev) KILN_CUDA_CHECK(cudaEventCreate(&e));
+  std::map<std::string, double> ms;
+  for (int it = 0; it < iterations; ++it) {
+    if (pool_floats_per_image_ > 0)
+      KILN_CUDA_CHECK(cudaMemsetAsync(pool_, 0, static_cast<size_t>(batch) * pool_floats_per_image_ * 4, stream_));
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      KILN_CUDA_CHECK(cudaEventRecord(ev[i], stream_));
+      enqueue(batch, plan, stream_, static_cast<int>(i));
+    }
+    KILN_CUDA_CHECK(cudaEventRecord(ev.back(), stream_));
+    KILN_CUDA_CHECK(cudaEventSynchronize(ev.back()));
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      float t = 0;
+      KILN_CUDA_CHECK(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
+      ms[steps_[i].group] += t / iterations;
+    }
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  return ms;
+}
+
+std::vector<std::string> CudaEngine::plan_summary(int batch) const {
+  static const char* kinds[] = {"stem",  "gemm", "depthwise", "squeeze_excite", "pool",
+                                "scale", "add",  "linear",    "to_float"};
+  std::vector<std::string> out;
+  auto it = plans_.find(batch);
+  if (it == plans_.end()) return out;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const auto& s = steps_[i];
+    std::string line = fmt::format("{} {}", kinds[s.kind], s.name);
+    if (s.kind == CudaStep::Gemm) {
+      line += fmt::format(" {}", cuda::gemm_variant_name(std::max(0, it->second.variants[i])));
+      if (s.gate >= 0) line += " +gate";
+      if (s.residual >= 0) line += " +residual";
+    }
+    if (s.kind == CudaStep::Depthwise && s.pool_slot >= 0) line += " +pool";
+    out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace kiln

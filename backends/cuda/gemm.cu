@@ -1,0 +1,180 @@
+// Pointwise (1x1) convolutions and linear layers as fp16 tensor-core GEMMs (WMMA, fp32
+// accumulate) with the neighbours fused in: the squeeze-excite gate scales A as it is loaded,
+// and bias, activation and the residual add happen in the epilogue, so none of them costs a
+// pass over memory. cuBLASLt has no SiLU epilogue and no per-(image, k) input scaling.
+#include <mma.h>
+
+#include "backends/cuda/activation.cuh"
+
+namespace kiln::cuda {
+
+namespace {
+
+using namespace nvcuda;
+
+constexpr int kThreads = 128;  // 4 warps as 2 x 2
+constexpr int BK = 32;
+constexpr int LDS = BK + 8;  // padded shared rows (halves) against bank conflicts
+
+template <int BM, int BN, bool kGate, bool kResidual, bool kOutF32>
+__global__ void __launch_bounds__(kThreads) gemm_kernel(GemmArgs p) {
+  constexpr int WM = BM / 2, WN = BN / 2, FM = WM / 16, FN = WN / 16;
+  constexpr int LDC = BN + 4;
+  constexpr int kTileBytes = (BM + BN) * LDS * 2, kOutBytes = BM * LDC * 4;
+  __shared__ __align__(128) unsigned char smem[kTileBytes > kOutBytes ? kTileBytes : kOutBytes];
+  __half* As = reinterpret_cast<__half*>(smem);
+  __half* Bs = As + BM * LDS;
+
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int warp = threadIdx.x / 32, wm = warp / 2, wn = warp % 2;
+  const int M = p.m, N = p.n, K = p.k;
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FM][FN];
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+
+  constexpr int kVecsPerRow = BK / 8;
+  constexpr int A_VECS = BM * kVecsPerRow / kThreads, B_VECS = BN * kVecsPerRow / kThreads;
+  static_assert(A_VECS >= 1 && B_VECS >= 1, "tile too small for the thread block");
+  uint4 ra[A_VECS], rb[B_VECS];
+
+  auto load = [&](int k0) {
+#pragma unroll
+    for (int i = 0; i < A_VECS; ++i) {
+      int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, col = (idx % kVecsPerRow) * 8;
+      int gm = m0 + row, gk = k0 + col;
+      Half8 v;
+      v.u = make_uint4(0, 0, 0, 0);
+      if (gm < M && gk < K) {
+        v.u = __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(gm) * K + gk));
+        if constexpr (kGate) {
+          Half8 g;
+          g.u = __ldg(reinterpret_cast<const uint4*>(p.gate + static_cast<int64_t>(gm / p.rows_per_image) * K + gk));
+#pragma unroll
+          for (int e = 0; e < 4; ++e) v.h2[e] = __hmul2(v.h2[e], g.h2[e]);
+        }
+      }
+      ra[i] = v.u;
+    }
+#pragma unroll
+    for (int i = 0; i < B_VECS; ++i) {
+      int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, col = (idx % kVecsPerRow) * 8;
+      int gn = n0 + row, gk = k0 + col;
+      rb[i] = (gn < N && gk < K) ? __ldg(reinterpret_cast<const uint4*>(p.w + static_cast<int64_t>(gn) * K + gk))
+                                 : make_uint4(0, 0, 0, 0);
+    }
+  };
+  auto store = [&]() {
+#pragma unroll
+    for (int i = 0; i < A_VECS; ++i) {
+      int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, col = (idx % kVecsPerRow) * 8;
+      *reinterpret_cast<uint4*>(As + row * LDS + col) = ra[i];
+    }
+#pragma unroll
+    for (int i = 0; i < B_VECS; ++i) {
+      int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, col = (idx % kVecsPerRow) * 8;
+      *reinterpret_cast<uint4*>(Bs + row * LDS + col) = rb[i];
+    }
+  };
+
+  load(0);
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    store();
+    __syncthreads();
+    if (k0 + BK < K) load(k0 + BK);  // the next tile's loads overlap this tile's math
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[FM];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb[FN];
+#pragma unroll
+      for (int i = 0; i < FM; ++i) wmma::load_matrix_sync(fa[i], As + (wm * WM + i * 16) * LDS + kk, LDS);
+#pragma unroll
+      for (int j = 0; j < FN; ++j) wmma::load_matrix_sync(fb[j], Bs + (wn * WN + j * 16) * LDS + kk, LDS);
+#pragma unroll
+      for (int i = 0; i < FM; ++i)
+#pragma unroll
+        for (int j = 0; j < FN; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+
+  float* Cs = reinterpret_cast<float*>(smem);
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j)
+      wmma::store_matrix_sync(Cs + (wm * WM + i * 16) * LDC + wn * WN + j * 16, acc[i][j], LDC, wmma::mem_row_major);
+  __syncthreads();
+
+  constexpr int C_VECS = BM * BN / 8 / kThreads;
+#pragma unroll
+  for (int i = 0; i < C_VECS; ++i) {
+    int idx = threadIdx.x + i * kThreads, row = idx / (BN / 8), col = (idx % (BN / 8)) * 8;
+    int gm = m0 + row, gn = n0 + col;
+    if (gm >= M || gn >= N) continue;
+    float v[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = activate(Cs[row * LDC + col + e] + (p.bias ? p.bias[gn + e] : 0.0f), p.act);
+    const int64_t off = static_cast<int64_t>(gm) * N + gn;
+    if constexpr (kResidual) {
+      Half8 r;
+      r.u = __ldg(reinterpret_cast<const uint4*>(p.residual + off));
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[e] += __half2float(r.h[e]);
+    }
+    if constexpr (kOutF32) {
+      float4* o = reinterpret_cast<float4*>(static_cast<float*>(p.out) + off);
+      o[0] = make_float4(v[0], v[1], v[2], v[3]);
+      o[1] = make_float4(v[4], v[5], v[6], v[7]);
+    } else {
+      Half8 o;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o.h2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
+      *reinterpret_cast<uint4*>(static_cast<__half*>(p.out) + off) = o.u;
+    }
+  }
+}
+
+template <int BM, int BN>
+void launch_tile(const GemmArgs& p, cudaStream_t s) {
+  dim3 grid((p.n + BN - 1) / BN, (p.m + BM - 1) / BM);
+  const bool gate = p.gate != nullptr, res = p.residual != nullptr;
+  if (p.out_f32) {
+    gemm_kernel<BM, BN, false, false, true><<<grid, kThreads, 0, s>>>(p);
+  } else if (gate && res) {
+    gemm_kernel<BM, BN, true, true, false><<<grid, kThreads, 0, s>>>(p);
+  } else if (gate) {
+    gemm_kernel<BM, BN, true, false, false><<<grid, kThreads, 0, s>>>(p);
+  } else if (res) {
+    gemm_kernel<BM, BN, false, true, false><<<grid, kThreads, 0, s>>>(p);
+  } else {
+    gemm_kernel<BM, BN, false, false, false><<<grid, kThreads, 0, s>>>(p);
+  }
+}
+
+}  // namespace
+
+const char* gemm_variant_name(int variant) {
+  static const char* names[kGemmVariants] = {"wmma_64x64", "wmma_128x64", "wmma_64x32", "wmma_32x64"};
+  return variant >= 0 && variant < kGemmVariants ? names[variant] : "?";
+}
+
+void launch_gemm(const GemmArgs& p, int variant, cudaStream_t s) {
+  switch (variant) {
+    case 1:
+      launch_tile<128, 64>(p, s);
+      break;
+    case 2:
+      launch_tile<64, 32>(p, s);
+      break;
+    case 3:
+      launch_tile<32, 64>(p, s);
+      break;
+    default:
+      launch_tile<64, 64>(p, s);
+  }
+}
+
+}  // namespace kiln::cuda

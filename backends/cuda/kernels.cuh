@@ -1,0 +1,83 @@
+// Launch functions for the CUDA backend's kernels, one .cu file each. Activations are fp16 NHWC;
+// accumulation is fp32. Arguments are plain structs so that host code compiled by the C++
+// compiler (cuda_engine.cpp) never includes device code.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace kiln::cuda {
+
+enum class Act : int { None = 0, SiLU = 1, Sigmoid = 2 };
+
+// out[m, n] = act(sum_k a[m, k] * gate[m / rows_per_image, k] * w[n, k] + bias[n]) + residual[m, n]
+// K and N must be multiples of 8. gate and residual are optional (nullptr).
+struct GemmArgs {
+  const __half* a = nullptr;
+  const __half* w = nullptr;
+  const float* bias = nullptr;
+  const __half* gate = nullptr;
+  const __half* residual = nullptr;
+  void* out = nullptr;
+  bool out_f32 = false;
+  int m = 0, n = 0, k = 0, rows_per_image = 1;
+  Act act = Act::None;
+};
+// Tile variants (block rows x cols); the planner times them and picks one per layer and batch.
+inline constexpr int kGemmVariants = 4;
+const char* gemm_variant_name(int variant);
+void launch_gemm(const GemmArgs& args, int variant, cudaStream_t stream);
+
+// Depthwise conv (groups == channels), NHWC, channels a multiple of 8, kernel 3 or 5, stride 1
+// or 2. Optionally adds each output channel's per-image sum into pool (fp32 [batch, c]) for a
+// following global average pool (squeeze-excite).
+struct DepthwiseArgs {
+  const __half* x = nullptr;
+  const __half* w = nullptr;  // [k * k, c]
+  const float* bias = nullptr;
+  __half* y = nullptr;
+  float* pool = nullptr;
+  int batch = 0, h = 0, w_in = 0, c = 0, oh = 0, ow = 0, kernel = 3, stride = 1, pad_top = 0, pad_left = 0;
+  Act act = Act::None;
+};
+bool depthwise_supported(int kernel, int stride, int channels);
+void launch_depthwise(const DepthwiseArgs& args, cudaStream_t stream);
+
+// Squeeze-excite MLP on pooled sums: gate = sigmoid(w2 * act1(w1 * (pool / pixels) + b1) + b2).
+struct SqueezeExciteArgs {
+  const float* pool = nullptr;  // [batch, c] sums
+  const float* w1 = nullptr;    // [rd, c]
+  const float* b1 = nullptr;
+  const float* w2 = nullptr;  // [c, rd]
+  const float* b2 = nullptr;
+  __half* gate = nullptr;  // [batch, c]
+  int batch = 0, c = 0, rd = 0, pixels = 1;
+  Act act1 = Act::SiLU, act2 = Act::Sigmoid;
+};
+void launch_squeeze_excite(const SqueezeExciteArgs& args, cudaStream_t stream);
+
+// Direct conv on the graph's fp32 NCHW input (the stem), writing fp16 NHWC: the layout change and
+// the cast are folded into it. c_out a multiple of 8.
+struct StemArgs {
+  const float* x = nullptr;
+  const float* w = nullptr;  // [k, k, c_in, c_out]
+  const float* bias = nullptr;
+  __half* y = nullptr;
+  int batch = 0, c_in = 0, h = 0, w_in = 0, c_out = 0, oh = 0, ow = 0, kernel = 3, stride = 1, pad_top = 0,
+      pad_left = 0;
+  Act act = Act::None;
+};
+void launch_stem(const StemArgs& args, cudaStream_t stream);
+
+void launch_global_avg_pool(const __half* x, __half* y, int batch, int pixels, int c, cudaStream_t stream);
+void launch_scale_channels(const __half* x, const __half* gate, __half* y, int batch, int pixels, int c,
+                           cudaStream_t stream);
+void launch_add(const __half* a, const __half* b, __half* y, int64_t n, cudaStream_t stream);
+// Any shapes: one thread per output. w fp32 [out, in]. For small layers the GEMM cannot take.
+void launch_linear_naive(const __half* x, const float* w, const float* bias, void* y, bool out_f32, int batch, int in,
+                         int out, Act act, cudaStream_t stream);
+void launch_half_to_float(const __half* x, float* y, int64_t n, cudaStream_t stream);
+
+}  // namespace kiln::cuda
