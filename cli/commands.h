@@ -13,5 +13,6 @@ Command add_build(CLI::App& app);
 Command add_classify(CLI::App& app);
 Command add_inspect(CLI::App& app);
 Command add_bench(CLI::App& app);
+Command add_eval(CLI::App& app);
 
 }  // namespace kiln::cli
