@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 
 #include "core/checked_math.h"
 #include "core/error.h"
@@ -152,6 +153,29 @@ Tensor SafetensorsFile::to_float(const std::string& name) const {
       fail("[safetensors] {}: tensor '{}' is not floating point", name_, name);
   }
   return t;
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors) {
+  nlohmann::json header = nlohmann::json::object();
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    uint64_t size = t.data.size() * 4;
+    header[name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + size}}};
+    offset += size;
+  }
+  std::string h = header.dump();
+  h.resize((h.size() + 7) / 8 * 8, ' ');  // keep the data 8-byte aligned, as the format recommends
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  KILN_CHECK(out.good(), "[safetensors] cannot write {}", path);
+  uint64_t n = h.size();
+  out.write(reinterpret_cast<const char*>(&n), 8);
+  out.write(h.data(), h.size());
+  for (const auto& [name, t] : tensors) out.write(reinterpret_cast<const char*>(t.data.data()), t.data.size() * 4);
+  KILN_CHECK(out.good(), "[safetensors] write to {} failed", path);
 }
 
 }  // namespace kiln

@@ -50,3 +50,10 @@ class SafetensorsFile {
 };
 
 }  // namespace kiln
+
+namespace kiln {
+
+// Writes fp32 tensors as a safetensors file (e.g. logits saved by `kiln eval --save-logits`).
+void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors);
+
+}  // namespace kiln

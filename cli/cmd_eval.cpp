@@ -14,7 +14,9 @@ Command add_eval(CLI::App& app) {
   cmd->add_option("--data", o->data, "WebDataset shards (file, folder, glob), a folder with labels.tsv, or an ImageFolder")
       ->required();
   cmd->add_option("--limit", o->limit, "Evaluate only the first N images");
-  cmd->add_option("--reference", o->reference, "cpu (this bundle on the CPU) or another bundle, run on the CPU");
+  cmd->add_option("--reference", o->reference,
+                  "cpu (this bundle on the CPU), another .bundle (run on the CPU), or logits saved by --save-logits");
+  cmd->add_option("--save-logits", o->save_logits, "Write this run's logits and labels to a .safetensors file");
   cmd->add_option("--device", o->device, "cpu, cuda, or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_option("--batch", o->batch, "Images per engine call")->check(CLI::Range(1, 4096));
   cmd->add_flag("--json", *json, "Print one JSON object as the last line of stdout");

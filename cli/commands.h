@@ -14,5 +14,6 @@ Command add_classify(CLI::App& app);
 Command add_inspect(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_eval(CLI::App& app);
+Command add_run(CLI::App& app);
 
 }  // namespace kiln::cli

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "bundle/bundle.h"
+#include "checkpoints/safetensors.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "datasets/image_dataset.h"
@@ -156,8 +157,13 @@ EvalReport evaluate(const std::string& bundle_path, const EvalOptions& o) {
   auto bundle = Bundle::open(bundle_path);
   ImageClassifier model(bundle, o.device);
   std::unique_ptr<ImageClassifier> reference;
+  Tensor saved_reference;
   if (o.reference == "cpu") {
     reference = std::make_unique<ImageClassifier>(bundle, "cpu");
+  } else if (o.reference.ends_with(".safetensors")) {
+    saved_reference = SafetensorsFile(o.reference).to_float("logits");
+    KILN_CHECK(saved_reference.shape.size() == 2 && saved_reference.shape[1] == model.num_classes(),
+               "[eval] {}: 'logits' must be [images, {}]", o.reference, model.num_classes());
   } else if (!o.reference.empty()) {
     reference = std::make_unique<ImageClassifier>(Bundle::open(o.reference), "cpu");
     const auto &a = model.preprocess_config(), &b = reference->preprocess_config();
@@ -167,7 +173,9 @@ EvalReport evaluate(const std::string& bundle_path, const EvalOptions& o) {
   const int classes = model.num_classes();
   EvalReport r;
   r.device = model.engine().device();
-  r.has_reference = reference != nullptr;
+  r.has_reference = !o.reference.empty();
+  std::vector<float> all_logits;
+  std::vector<float> all_labels;
   Loader loader(o, model.preprocess_config());
   r.data = loader.dataset().describe();
   auto size = loader.size();
@@ -184,6 +192,15 @@ EvalReport evaluate(const std::string& bundle_path, const EvalOptions& o) {
     if (reference) {
       ref_logits.resize(logits.size());
       reference->run(b.input.data(), b.size, ref_logits.data());
+    } else if (r.has_reference) {
+      KILN_CHECK(static_cast<int64_t>(r.images + b.size) <= saved_reference.shape[0],
+                 "[eval] {} holds logits for {} images; the data has more", o.reference, saved_reference.shape[0]);
+      ref_logits.assign(saved_reference.data.begin() + r.images * classes,
+                        saved_reference.data.begin() + (r.images + b.size) * classes);
+    }
+    if (!o.save_logits.empty()) {
+      all_logits.insert(all_logits.end(), logits.begin(), logits.end());
+      for (int i = 0; i < b.size; ++i) all_labels.push_back(static_cast<float>(b.labels[i]));
     }
     for (int i = 0; i < b.size; ++i) {
       const float* l = logits.data() + static_cast<size_t>(i) * classes;
@@ -196,7 +213,7 @@ EvalReport evaluate(const std::string& bundle_path, const EvalOptions& o) {
         top1 += argmax(l, classes) == label;
         top5 += in_top5(l, classes, label);
       }
-      if (reference) {
+      if (r.has_reference) {
         const float* rl = ref_logits.data() + static_cast<size_t>(i) * classes;
         agree += argmax(l, classes) == argmax(rl, classes);
         if (label >= 0) ref_top1 += argmax(rl, classes) == label;
@@ -220,7 +237,15 @@ EvalReport evaluate(const std::string& bundle_path, const EvalOptions& o) {
     r.top5 = 100.0 * top5 / r.labelled;
     r.reference_top1 = 100.0 * ref_top1 / r.labelled;
   }
-  if (reference) {
+  if (!o.save_logits.empty()) {
+    std::map<std::string, Tensor> out;
+    out["logits"].shape = {static_cast<int64_t>(r.images), classes};
+    out["logits"].data = std::move(all_logits);
+    out["labels"].shape = {static_cast<int64_t>(r.images)};
+    out["labels"].data = std::move(all_labels);
+    write_safetensors(o.save_logits, out);
+  }
+  if (r.has_reference) {
     r.agreement = 100.0 * agree / r.images;
     r.mean_abs_logit_diff = sum_abs / (static_cast<double>(r.images) * classes);
   }

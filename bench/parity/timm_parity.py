@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Parity of kiln with timm for every architecture the family builds, on random weights.
+
+For each architecture: a timm model with random weights and randomised batch-norm statistics
+(so that folding is exercised), saved in Hugging Face layout; timm's fp32 logits (TF32 off) on
+random input at the model's default resolution; then `kiln build` and `kiln run` on the CPU and
+on the GPU. Prints one JSON object per architecture and run.
+
+  python3 timm_parity.py --kiln build/bin/kiln --work /tmp/parity
+"""
+import argparse
+import json
+import os
+import subprocess
+
+import safetensors.torch
+import timm
+import torch
+
+ARCHS = [f"{p}efficientnet_b{i}" for p in ("", "tf_") for i in range(5)]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--kiln", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--archs", default=",".join(ARCHS))
+    args = p.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    for arch in args.archs.split(","):
+        torch.manual_seed(0)
+        model = timm.create_model(arch, pretrained=False).eval()
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2)
+                m.running_var.uniform_(0.5, 1.5)
+                m.weight.data.uniform_(0.5, 1.5)
+                m.bias.data.uniform_(-0.2, 0.2)
+        folder = os.path.join(args.work, arch)
+        os.makedirs(folder, exist_ok=True)
+        safetensors.torch.save_file({k: v.contiguous() for k, v in model.state_dict().items()},
+                                    f"{folder}/model.safetensors")
+        cfg = model.pretrained_cfg
+        json.dump({"architecture": arch, "num_classes": 1000,
+                   "pretrained_cfg": {k: cfg[k] for k in ("input_size", "interpolation", "crop_pct", "mean", "std")}},
+                  open(f"{folder}/config.json", "w"))
+        size = cfg["input_size"][1]
+        x = torch.randn(2, 3, size, size)
+        with torch.no_grad():
+            ref = model.cuda()(x.cuda()).float().cpu()
+        safetensors.torch.save_file({"input": x}, f"{folder}/input.safetensors")
+        subprocess.run([args.kiln, "build", folder, "-o", f"{folder}/model.bundle"], check=True, capture_output=True)
+        for device in ("cpu", "cuda"):
+            out = f"{folder}/out-{device}.safetensors"
+            subprocess.run([args.kiln, "run", f"{folder}/model.bundle", "--input", f"{folder}/input.safetensors",
+                            "-o", out, "--device", device], check=True, capture_output=True)
+            got = safetensors.torch.load_file(out)["output"]
+            diff = (got - ref).abs().max().item()
+            rel = ((got - ref).norm() / ref.norm()).item()
+            same_top1 = bool((got.argmax(1) == ref.argmax(1)).all())
+            print(json.dumps({"arch": arch, "device": device, "input": size, "max_abs_logit_diff": diff,
+                              "rel_l2": rel, "top1_same": same_top1}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
