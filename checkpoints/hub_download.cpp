@@ -277,7 +277,8 @@ std::string fetch_snapshot(const std::string& repo_id, const std::string& rev, c
       std::string snap = f.finish();
       auto index = read_json_file(snap + "/model.safetensors.index.json", "hub");
       std::set<std::string> shards;
-      for (auto& [tensor, file] : index.value("weight_map", nlohmann::json::object()).items())
+      const nlohmann::json weight_map = index.value("weight_map", nlohmann::json::object());
+      for (auto& [tensor, file] : weight_map.items())
         if (file.is_string()) shards.insert(file.get<std::string>());
       for (const auto& s : shards) {
         KILN_CHECK(s.find('/') == std::string::npos && s != "..", "[hub] shard name '{}' is not a plain file name", s);

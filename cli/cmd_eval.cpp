@@ -11,7 +11,8 @@ Command add_eval(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto bundle = std::make_shared<std::string>();
   cmd->add_option("bundle", *bundle, "Bundle file")->required();
-  cmd->add_option("--data", o->data, "WebDataset shards (file, folder, glob), a folder with labels.tsv, or an ImageFolder")
+  cmd->add_option("--data", o->data,
+                  "WebDataset shards (file, folder, glob), a folder with labels.tsv, or an ImageFolder")
       ->required();
   cmd->add_option("--limit", o->limit, "Evaluate only the first N images");
   cmd->add_option("--reference", o->reference,

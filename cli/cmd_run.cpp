@@ -27,7 +27,8 @@ Command add_run(CLI::App& app) {
     const auto& g = bundle->graph();
     KILN_CHECK(in.shape.size() == 4 && in.shape[1] == g.values()[g.input()].channels && in.shape[0] >= 1,
                "[run] input must be [N, {}, H, W], got {}", g.values()[g.input()].channels, shape_string(in.shape));
-    auto engine = make_engine(args->device, g, bundle->weights(), bundle->manifest().value("plans", nlohmann::json::object()));
+    auto engine =
+        make_engine(args->device, g, bundle->weights(), bundle->manifest().value("plans", nlohmann::json::object()));
     const int n = static_cast<int>(in.shape[0]), h = static_cast<int>(in.shape[2]), w = static_cast<int>(in.shape[3]);
     Tensor out({n, engine->output_elements(h, w)});
     engine->run(in.data.data(), n, h, w, out.data.data());

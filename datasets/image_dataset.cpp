@@ -153,7 +153,8 @@ std::unique_ptr<ImageDataset> open_image_dataset(const std::string& src) {
   for (size_t c = 0; c < classes.size(); ++c) {
     std::vector<std::string> in_class;
     for (const auto& e : fs::directory_iterator(dir / classes[c]))
-      if (e.is_regular_file() && is_image_ext(e.path().extension().string().substr(e.path().extension().empty() ? 0 : 1)))
+      if (e.is_regular_file() &&
+          is_image_ext(e.path().extension().string().substr(e.path().extension().empty() ? 0 : 1)))
         in_class.push_back(e.path().string());
     std::sort(in_class.begin(), in_class.end());
     for (auto& f : in_class) files.emplace_back(f, static_cast<int>(c));

@@ -21,8 +21,9 @@ CpuEngine::CpuEngine(const Graph& graph, const WeightLookup& weights) : graph_(g
         WeightView w = weights(n.weight);
         int out = static_cast<int>(w.shape[0]), k = n.kernel, cin_g = static_cast<int>(w.shape[3]);
         int in = graph_.values()[n.inputs[0]].channels;
-        if (k == 1 && n.stride == 1 && n.groups == 1 && !n.pad.same && n.pad.top == 0 && n.pad.left == 0 &&
-            n.pad.bottom == 0 && n.pad.right == 0) {
+        if (k == 1 && n.stride == 1 && n.groups == 1 &&
+            (n.pad.same || (n.pad.top == 0 && n.pad.left == 0 && n.pad.bottom == 0 &&
+                            n.pad.right == 0))) {  // "same" padding of a 1x1 stride-1 conv is zero
           l.kind = Layer::Pointwise;
           l.weight = copy(w);
         } else if (n.groups == in && n.groups == out && cin_g == 1) {

@@ -32,9 +32,10 @@ cuda::Act to_cuda(Activation a) {
   return a == Activation::SiLU ? cuda::Act::SiLU : a == Activation::Sigmoid ? cuda::Act::Sigmoid : cuda::Act::None;
 }
 
+// A 1x1, stride-1 conv without padding ("same" padding is zero there too): one GEMM.
 bool is_pointwise(const Node& n) {
-  return n.op == Op::Conv2d && n.kernel == 1 && n.stride == 1 && n.groups == 1 && !n.pad.same && n.pad.top == 0 &&
-         n.pad.left == 0 && n.pad.bottom == 0 && n.pad.right == 0;
+  return n.op == Op::Conv2d && n.kernel == 1 && n.stride == 1 && n.groups == 1 &&
+         (n.pad.same || (n.pad.top == 0 && n.pad.left == 0 && n.pad.bottom == 0 && n.pad.right == 0));
 }
 
 // Host staging for the weight blob; each tensor 256-byte aligned.
@@ -89,7 +90,8 @@ CudaEngine::CudaEngine(const Graph& graph, const WeightLookup& weights, const nl
                  device_name_.c_str());
     return;
   }
-  for (auto& [batch, entry] : plan.value("batches", nlohmann::json::object()).items()) {
+  const nlohmann::json batches = plan.value("batches", nlohmann::json::object());  // items() needs a named object
+  for (auto& [batch, entry] : batches.items()) {
     auto names = entry.value("gemm", std::vector<std::string>());
     std::vector<int> variants(steps_.size(), -1);
     size_t g = 0;
@@ -339,7 +341,7 @@ void CudaEngine::ensure_capacity(int64_t arena_halves, int batch) {
     arena_capacity_ = arena_halves;
   }
   if (batch > capacity_batch_) {
-    const Dims& in = graph_.infer_dims(height_, width_)[graph_.input()];
+    const Dims in = graph_.infer_dims(height_, width_)[graph_.input()];
     cudaFree(input_);
     cudaFree(output_);
     cudaFree(pool_);

@@ -1,6 +1,8 @@
-// Depthwise conv + bias + activation, NHWC fp16, 8 channels per thread with 16-byte loads, and
-// the squeeze-excite average pool accumulated in the same pass (per-image channel sums, reduced
-// in shared memory, then one atomicAdd per channel and block).
+// Depthwise conv + bias + activation, NHWC fp16, and the squeeze-excite average pool
+// accumulated in the same pass (per-image channel sums, reduced in shared memory, then one
+// atomicAdd per channel and block). A thread owns 8 channels (16-byte loads) of a strip of
+// R outputs along a row: each input vector it loads feeds every output of the strip that
+// covers it, which cuts loads per output from K*K to about K*(R*S+K-1)/R.
 #include <algorithm>
 
 #include "backends/cuda/activation.cuh"
@@ -9,58 +11,76 @@ namespace kiln::cuda {
 
 namespace {
 
-constexpr int kMaxThreads = 256;
+constexpr int kMaxGroups = 1024;  // 8192 channels: one thread per group, at most 1024 a block
+constexpr int kStrip = 4;         // outputs per thread along x
 
 template <int K, int S>
-__global__ void depthwise_kernel(DepthwiseArgs p, int lanes, int pix_per_block) {
-  extern __shared__ float red[];  // [lanes][c], only when pooling
+__global__ void depthwise_kernel(DepthwiseArgs p, int lanes) {
+  extern __shared__ float red[];  // [lanes][c], only when pooling across lanes
+  constexpr int kCols = (kStrip - 1) * S + K;
   const int groups = p.c / 8;
   const int g = threadIdx.x % groups, lane = threadIdx.x / groups;
   const int n = blockIdx.y, c0 = g * 8;
-  const int npix = p.oh * p.ow;
-  const int pix_begin = blockIdx.x * pix_per_block, pix_end = min(pix_begin + pix_per_block, npix);
-  float bias[8], pool[8];
+  const int strips_per_row = (p.ow + kStrip - 1) / kStrip;
+  const int strip = blockIdx.x * lanes + lane;
+  float pool[8];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    bias[e] = p.bias ? p.bias[c0 + e] : 0.0f;
-    pool[e] = 0.0f;
-  }
-  const __half* x = p.x + static_cast<int64_t>(n) * p.h * p.w_in * p.c;
-  __half* y = p.y + static_cast<int64_t>(n) * npix * p.c;
-  if (lane < lanes) {
-    for (int pix = pix_begin + lane; pix < pix_end; pix += lanes) {
-      const int oy = pix / p.ow, ox = pix % p.ow;
-      float acc[8];
+  for (int e = 0; e < 8; ++e) pool[e] = 0.0f;
+  if (lane < lanes && strip < p.oh * strips_per_row) {
+    const int oy = strip / strips_per_row, ox0 = (strip % strips_per_row) * kStrip;
+    const __half* x = p.x + static_cast<int64_t>(n) * p.h * p.w_in * p.c + c0;
+    float acc[kStrip][8];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] = bias[e];
+    for (int r = 0; r < kStrip; ++r)
 #pragma unroll
-      for (int ky = 0; ky < K; ++ky) {
-        const int iy = oy * S - p.pad_top + ky;
-        if (iy < 0 || iy >= p.h) continue;
+      for (int e = 0; e < 8; ++e) acc[r][e] = p.bias ? p.bias[c0 + e] : 0.0f;
 #pragma unroll
-        for (int kx = 0; kx < K; ++kx) {
-          const int ix = ox * S - p.pad_left + kx;
-          if (ix < 0 || ix >= p.w_in) continue;
-          Half8 xv, wv;
-          xv.u = __ldg(reinterpret_cast<const uint4*>(x + (static_cast<int64_t>(iy) * p.w_in + ix) * p.c + c0));
-          wv.u = __ldg(reinterpret_cast<const uint4*>(p.w + (ky * K + kx) * p.c + c0));
+    for (int ky = 0; ky < K; ++ky) {
+      const int iy = oy * S - p.pad_top + ky;
+      if (iy < 0 || iy >= p.h) continue;
+      Half8 wrow[K];
+#pragma unroll
+      for (int kx = 0; kx < K; ++kx) wrow[kx].u = __ldg(reinterpret_cast<const uint4*>(p.w + (ky * K + kx) * p.c + c0));
+      const int ix0 = ox0 * S - p.pad_left;
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) {
+        const int ix = ix0 + j;
+        if (ix < 0 || ix >= p.w_in) continue;
+        Half8 xv;
+        xv.u = __ldg(reinterpret_cast<const uint4*>(x + (static_cast<int64_t>(iy) * p.w_in + ix) * p.c));
+        float xf[8];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float2 f = __half22float2(xv.h2[e]);
+          xf[2 * e] = f.x;
+          xf[2 * e + 1] = f.y;
+        }
+#pragma unroll
+        for (int r = 0; r < kStrip; ++r) {
+          const int kx = j - r * S;
+          if (kx < 0 || kx >= K) continue;  // resolved at compile time
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            float2 xf = __half22float2(xv.h2[e]), wf = __half22float2(wv.h2[e]);
-            acc[2 * e] = fmaf(xf.x, wf.x, acc[2 * e]);
-            acc[2 * e + 1] = fmaf(xf.y, wf.y, acc[2 * e + 1]);
+            float2 wf = __half22float2(wrow[kx].h2[e]);
+            acc[r][2 * e] = fmaf(xf[2 * e], wf.x, acc[r][2 * e]);
+            acc[r][2 * e + 1] = fmaf(xf[2 * e + 1], wf.y, acc[r][2 * e + 1]);
           }
         }
       }
+    }
+    __half* y = p.y + (static_cast<int64_t>(n) * p.oh + oy) * p.ow * p.c + c0;
+#pragma unroll
+    for (int r = 0; r < kStrip; ++r) {
+      if (ox0 + r >= p.ow) break;
       Half8 o;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        float a = activate(acc[2 * e], p.act), b = activate(acc[2 * e + 1], p.act);
+        float a = activate(acc[r][2 * e], p.act), b = activate(acc[r][2 * e + 1], p.act);
         o.h2[e] = __floats2half2_rn(a, b);
         pool[2 * e] += a;
         pool[2 * e + 1] += b;
       }
-      *reinterpret_cast<uint4*>(y + static_cast<int64_t>(pix) * p.c + c0) = o.u;
+      *reinterpret_cast<uint4*>(y + static_cast<int64_t>(ox0 + r) * p.c) = o.u;
     }
   }
   if (!p.pool) return;
@@ -69,9 +89,8 @@ __global__ void depthwise_kernel(DepthwiseArgs p, int lanes, int pix_per_block) 
     for (int e = 0; e < 8; ++e) atomicAdd(p.pool + static_cast<int64_t>(n) * p.c + c0 + e, pool[e]);
     return;
   }
-  if (lane < lanes)
 #pragma unroll
-    for (int e = 0; e < 8; ++e) red[lane * p.c + c0 + e] = pool[e];
+  for (int e = 0; e < 8; ++e) red[lane * p.c + c0 + e] = pool[e];
   __syncthreads();
   for (int c = threadIdx.x; c < p.c; c += blockDim.x) {
     float s = 0.0f;
@@ -84,26 +103,24 @@ __global__ void depthwise_kernel(DepthwiseArgs p, int lanes, int pix_per_block) 
 
 bool depthwise_supported(int kernel, int stride, int channels) {
   return (kernel == 3 || kernel == 5) && (stride == 1 || stride == 2) && channels % 8 == 0 &&
-         channels / 8 <= kMaxThreads;
+         channels / 8 <= kMaxGroups;
 }
 
 void launch_depthwise(const DepthwiseArgs& p, cudaStream_t s) {
   const int groups = p.c / 8;
-  const int lanes = std::max(1, kMaxThreads / groups);
-  const int npix = p.oh * p.ow;
-  // Each thread walks up to 4 pixels; small maps get fewer, so that batch 1 still spreads out.
-  const int pix_per_block = std::min(npix, lanes * 4);
-  dim3 grid((npix + pix_per_block - 1) / pix_per_block, p.batch);
+  const int lanes = std::max(1, 256 / groups);  // strips per block
+  const int strips = p.oh * ((p.ow + kStrip - 1) / kStrip);
+  dim3 grid((strips + lanes - 1) / lanes, p.batch);
   const int threads = groups * lanes;
   const size_t shared = p.pool && lanes > 1 ? static_cast<size_t>(lanes) * p.c * sizeof(float) : 0;
   if (p.kernel == 3 && p.stride == 1)
-    depthwise_kernel<3, 1><<<grid, threads, shared, s>>>(p, lanes, pix_per_block);
+    depthwise_kernel<3, 1><<<grid, threads, shared, s>>>(p, lanes);
   else if (p.kernel == 3)
-    depthwise_kernel<3, 2><<<grid, threads, shared, s>>>(p, lanes, pix_per_block);
+    depthwise_kernel<3, 2><<<grid, threads, shared, s>>>(p, lanes);
   else if (p.stride == 1)
-    depthwise_kernel<5, 1><<<grid, threads, shared, s>>>(p, lanes, pix_per_block);
+    depthwise_kernel<5, 1><<<grid, threads, shared, s>>>(p, lanes);
   else
-    depthwise_kernel<5, 2><<<grid, threads, shared, s>>>(p, lanes, pix_per_block);
+    depthwise_kernel<5, 2><<<grid, threads, shared, s>>>(p, lanes);
 }
 
 }  // namespace kiln::cuda

@@ -12,12 +12,20 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 
 import safetensors.torch
 import timm
 import torch
 
 ARCHS = [f"{p}efficientnet_b{i}" for p in ("", "tf_") for i in range(5)]
+
+
+def kiln(*cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stderr.strip(), file=sys.stderr, flush=True)
+    return r.returncode == 0
 
 
 def main():
@@ -50,11 +58,13 @@ def main():
         with torch.no_grad():
             ref = model.cuda()(x.cuda()).float().cpu()
         safetensors.torch.save_file({"input": x}, f"{folder}/input.safetensors")
-        subprocess.run([args.kiln, "build", folder, "-o", f"{folder}/model.bundle"], check=True, capture_output=True)
+        kiln(args.kiln, "build", folder, "-o", f"{folder}/model.bundle")
         for device in ("cpu", "cuda"):
             out = f"{folder}/out-{device}.safetensors"
-            subprocess.run([args.kiln, "run", f"{folder}/model.bundle", "--input", f"{folder}/input.safetensors",
-                            "-o", out, "--device", device], check=True, capture_output=True)
+            if not kiln(args.kiln, "run", f"{folder}/model.bundle", "--input", f"{folder}/input.safetensors",
+                        "-o", out, "--device", device):
+                print(json.dumps({"arch": arch, "device": device, "error": "kiln run failed"}), flush=True)
+                continue
             got = safetensors.torch.load_file(out)["output"]
             diff = (got - ref).abs().max().item()
             rel = ((got - ref).norm() / ref.norm()).item()

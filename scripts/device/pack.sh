@@ -16,9 +16,11 @@ bins=(build/bin/kiln)
 [ "$run" = a ] && bins+=(build/tests/kiln_gpu_tests)
 cp "${bins[@]}" "$stage/bin/"
 strip "$stage"/bin/*
-# Everything but glibc itself, which the GPU machine's (newer) system provides.
+# Everything but glibc and what the GPU machine was seen to have (system-libs.txt; with its own
+# libxml2 it also brings its own ICU).
 ldd "${bins[@]}" | awk '/=>/ {print $3}' | sort -u |
-  grep -vE '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux-x86-64)\.so' |
+  grep -vE '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux-x86-64)\.so|/libicu' |
+  grep -vFf <(grep -v '^#' scripts/device/system-libs.txt | sed 's|^|/|') |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
 tar -cJf "$out/kiln.tar.xz" -C "$stage" bin lib
 case "$run" in

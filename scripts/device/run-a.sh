@@ -13,7 +13,7 @@ ckpt=$KILN_TEST_DATA/checkpoints/efficientnet_b0.tfhub-transplant
 echo "== GPU tests"
 timeout 200 /tmp/k/bin/kiln_gpu_tests 2>&1 | tee "$OUT/gpu_tests.log" | grep -E '^\[  |cuda\]|Failure|Expected|Which|actual' | tail -40
 echo "== build fp16 with planning"
-/usr/bin/time -f "build wall %e s" $K build "$ckpt" -o /tmp/b0-fp16.bundle --precision fp16 --batch 1,32,128 2>&1 | tee "$OUT/build.log"
+/usr/bin/time -f "build wall %e s" $K build "$ckpt" -o /tmp/b0-fp16.bundle --precision fp16 --batch 1,32,128 2>&1 | tee -a "$OUT/env.txt"
 echo "== kiln bench"
 timeout 120 $K bench /tmp/b0-fp16.bundle --batch 1,32,128 --iters 100 --warmup 300 --profile 2>&1 | tee "$OUT/kiln_bench.txt"
 timeout 120 $K bench /tmp/b0-fp16.bundle --batch 1,32,128 --iters 100 --warmup 300 --json --plan > "$OUT/kiln_bench.jsonl"
@@ -26,4 +26,4 @@ tail -3 "$OUT/kiln_bench.jsonl"
 echo "== parity b0-b4"
 timeout 150 python3 bench/parity/timm_parity.py --kiln $K --work /tmp/parity 2>&1 | tee "$OUT/parity.jsonl"
 echo "== which carried libraries the machine already has"
-for l in /tmp/k/lib/*; do n=$(basename "$l"); ldconfig -p | grep -q "$n" && echo "system has $n"; done | tee "$OUT/system_libs.txt" | wc -l
+for l in /tmp/k/lib/*; do n=$(basename "$l"); ldconfig -p | grep -q "$n" && echo "system has $n"; done >> "$OUT/env.txt"

@@ -136,19 +136,20 @@ bool in_top5(const float* v, int n, int label) {
 
 nlohmann::json EvalReport::to_json() const {
   auto pct = [&](double v) -> nlohmann::json { return labelled ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  nlohmann::json j = {{"images", images},
-                      {"labelled", labelled},
-                      {"top1", pct(top1)},
-                      {"top5", pct(top5)},
-                      {"agreement", has_reference ? nlohmann::json(agreement) : nlohmann::json(nullptr)},
-                      {"max_abs_logit_diff", has_reference ? nlohmann::json(max_abs_logit_diff) : nlohmann::json(nullptr)},
-                      {"mean_abs_logit_diff", has_reference ? nlohmann::json(mean_abs_logit_diff) : nlohmann::json(nullptr)},
-                      {"reference_top1", has_reference && labelled ? nlohmann::json(reference_top1) : nlohmann::json(nullptr)},
-                      {"nonfinite", nonfinite},
-                      {"images_per_s", images_per_s},
-                      {"seconds", seconds},
-                      {"device", device},
-                      {"data", data}};
+  nlohmann::json j = {
+      {"images", images},
+      {"labelled", labelled},
+      {"top1", pct(top1)},
+      {"top5", pct(top5)},
+      {"agreement", has_reference ? nlohmann::json(agreement) : nlohmann::json(nullptr)},
+      {"max_abs_logit_diff", has_reference ? nlohmann::json(max_abs_logit_diff) : nlohmann::json(nullptr)},
+      {"mean_abs_logit_diff", has_reference ? nlohmann::json(mean_abs_logit_diff) : nlohmann::json(nullptr)},
+      {"reference_top1", has_reference && labelled ? nlohmann::json(reference_top1) : nlohmann::json(nullptr)},
+      {"nonfinite", nonfinite},
+      {"images_per_s", images_per_s},
+      {"seconds", seconds},
+      {"device", device},
+      {"data", data}};
   return j;
 }
 

@@ -11,8 +11,8 @@
 namespace kiln::classification {
 
 struct EvalOptions {
-  std::string data;           // see datasets/image_dataset.h
-  size_t limit = 0;           // 0: every image
+  std::string data;  // see datasets/image_dataset.h
+  size_t limit = 0;  // 0: every image
   // "": none; "cpu": this bundle on the CPU; a .bundle: that bundle on the CPU; a .safetensors:
   // logits saved by an earlier run (--save-logits), in the same image order.
   std::string reference;
@@ -26,7 +26,7 @@ struct EvalReport {
   size_t images = 0, labelled = 0, nonfinite = 0;
   double top1 = 0, top5 = 0;  // percent of labelled images
   bool has_reference = false;
-  double agreement = 0;       // percent of images whose top-1 matches the reference's
+  double agreement = 0;  // percent of images whose top-1 matches the reference's
   double max_abs_logit_diff = 0, mean_abs_logit_diff = 0;
   double reference_top1 = 0;  // the reference's own top-1, percent
   double images_per_s = 0, seconds = 0;

@@ -53,10 +53,13 @@ class GraphMaker {
   int linear(int x, int out, Activation act) {
     Node n = base(Op::Linear, {x}, out);
     n.act = act;
-    weight(n, {out, def.graph.values()[x].channels}, 1.0f / std::sqrt(static_cast<float>(def.graph.values()[x].channels)));
+    weight(n, {out, def.graph.values()[x].channels},
+           1.0f / std::sqrt(static_cast<float>(def.graph.values()[x].channels)));
     return add(n);
   }
-  int simple(Op op, std::vector<int> inputs) { return add(base(op, std::move(inputs), def.graph.values()[inputs[0]].channels)); }
+  int simple(Op op, std::vector<int> inputs) {
+    return add(base(op, std::move(inputs), def.graph.values()[inputs[0]].channels));
+  }
   int squeeze_excite(int x, int rd) {
     int c = def.graph.values()[x].channels;
     int p = simple(Op::GlobalAvgPool, {x});
@@ -205,7 +208,8 @@ TEST(CudaEngine, EfficientNetB0MatchesCpuOnReferenceInputs) {
     EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 1e-2) << name;
     if (std::string(name) == "inputs")
       for (int n = 0; n < batch; ++n)
-        EXPECT_EQ(test::top_indices(a.data() + n * 1000, 1000, 1), test::top_indices(b.data() + n * 1000, 1000, 1)) << n;
+        EXPECT_EQ(test::top_indices(a.data() + n * 1000, 1000, 1), test::top_indices(b.data() + n * 1000, 1000, 1))
+            << n;
   }
 }
 
