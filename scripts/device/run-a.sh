@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine (run from the repository root with .carry/a carried): GPU tests, fp16 build
 # with planning, kiln bench, the PyTorch peers in the same run, timm parity for b0-b4.
-# Results go to $OUT.
+# Results go to $OUT. PEERS=0 skips the PyTorch peers (a quicker check of kiln alone).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p /tmp/k "$OUT"
@@ -17,12 +17,14 @@ echo "== build fp16 with planning"
 echo "== kiln bench"
 timeout 120 $K bench /tmp/b0-fp16.bundle --batch 1,32,128 --iters 100 --warmup 300 --profile 2>&1 | tee "$OUT/kiln_bench.txt"
 timeout 120 $K bench /tmp/b0-fp16.bundle --batch 1,32,128 --iters 100 --warmup 300 --json --plan > "$OUT/kiln_bench.jsonl"
+if [ "${PEERS:-1}" = 1 ]; then
 echo "== peers"
 timeout 330 python3 bench/peers/torch_peers.py --checkpoint "$ckpt" --modes eager,graph,compile 2>"$OUT/peers.err" | tee "$OUT/peers.jsonl"
 tail -3 "$OUT/peers.err"
 echo "== kiln bench again, after the peers"
 timeout 120 $K bench /tmp/b0-fp16.bundle --batch 1,32,128 --iters 100 --warmup 300 --json >> "$OUT/kiln_bench.jsonl"
 tail -3 "$OUT/kiln_bench.jsonl"
+fi
 echo "== parity b0-b4"
 timeout 150 python3 bench/parity/timm_parity.py --kiln $K --work /tmp/parity 2>&1 | tee "$OUT/parity.jsonl"
 echo "== which carried libraries the machine already has"
