@@ -235,7 +235,12 @@ void CudaEngine::build_steps(const WeightLookup& weights) {
             se.act2 = to_cuda(l2.act);
             se.w = blob.add_float(weights(l1.weight).data);
             se.b = bias_of(l1);
-            se.w2 = blob.add_float(weights(l2.weight).data);
+            WeightView w2 = weights(l2.weight);  // [c, rd] -> [rd, c]
+            std::vector<float> w2t(w2.data.size());
+            for (int c2 = 0; c2 < cin; ++c2)
+              for (int j = 0; j < se.rd; ++j)
+                w2t[static_cast<size_t>(j) * cin + c2] = w2.data[static_cast<size_t>(c2) * se.rd + j];
+            se.w2 = blob.add_float(w2t);
             se.b2 = bias_of(l2);
             KILN_CHECK(se.b != kNoBias && se.b2 != kNoBias, "[cuda] {}: squeeze-excite layers need biases", se.name);
             se.y = l2.output;

@@ -12,13 +12,15 @@ namespace {
 
 using namespace nvcuda;
 
-constexpr int kThreads = 128;  // 4 warps as 2 x 2
 constexpr int BK = 32;
 constexpr int LDS = BK + 8;  // padded shared rows (halves) against bank conflicts
 
-template <int BM, int BN, bool kGate, bool kResidual, bool kOutF32>
-__global__ void __launch_bounds__(kThreads) gemm_kernel(GemmArgs p) {
-  constexpr int WM = BM / 2, WN = BN / 2, FM = WM / 16, FN = WN / 16;
+// A block of WARPS_M x WARPS_N warps computes a BM x BN tile; each warp a (BM/WARPS_M) x
+// (BN/WARPS_N) piece as 16x16 WMMA fragments.
+template <int BM, int BN, int WARPS_M, int WARPS_N, bool kGate, bool kResidual, bool kOutF32>
+__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_kernel(GemmArgs p) {
+  constexpr int kThreads = WARPS_M * WARPS_N * 32;
+  constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N, FM = WM / 16, FN = WN / 16;
   constexpr int LDC = BN + 4;
   constexpr int kTileBytes = (BM + BN) * LDS * 2, kOutBytes = BM * LDC * 4;
   __shared__ __align__(128) unsigned char smem[kTileBytes > kOutBytes ? kTileBytes : kOutBytes];
@@ -26,7 +28,7 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(GemmArgs p) {
   __half* Bs = As + BM * LDS;
 
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-  const int warp = threadIdx.x / 32, wm = warp / 2, wn = warp % 2;
+  const int warp = threadIdx.x / 32, wm = warp / WARPS_N, wn = warp % WARPS_N;
   const int M = p.m, N = p.n, K = p.k;
 
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FM][FN];
@@ -115,8 +117,16 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(GemmArgs p) {
     int gm = m0 + row, gn = n0 + col;
     if (gm >= M || gn >= N) continue;
     float v[8];
+    const float4* cs = reinterpret_cast<const float4*>(Cs + row * LDC + col);  // LDC and col keep 16-byte alignment
+    const float4 lo = cs[0], hi = cs[1];
+    v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+    if (p.bias) {
+      const float4 b0 = __ldg(reinterpret_cast<const float4*>(p.bias + gn)),
+                   b1 = __ldg(reinterpret_cast<const float4*>(p.bias + gn + 4));
+      v[0] += b0.x, v[1] += b0.y, v[2] += b0.z, v[3] += b0.w, v[4] += b1.x, v[5] += b1.y, v[6] += b1.z, v[7] += b1.w;
+    }
 #pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = activate(Cs[row * LDC + col + e] + (p.bias ? p.bias[gn + e] : 0.0f), p.act);
+    for (int e = 0; e < 8; ++e) v[e] = activate(v[e], p.act);
     const int64_t off = static_cast<int64_t>(gm) * N + gn;
     if constexpr (kResidual) {
       Half8 r;
@@ -137,43 +147,51 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(GemmArgs p) {
   }
 }
 
-template <int BM, int BN>
+template <int BM, int BN, int WARPS_M, int WARPS_N>
 void launch_tile(const GemmArgs& p, cudaStream_t s) {
   dim3 grid((p.n + BN - 1) / BN, (p.m + BM - 1) / BM);
+  constexpr int threads = WARPS_M * WARPS_N * 32;
   const bool gate = p.gate != nullptr, res = p.residual != nullptr;
   if (p.out_f32) {
-    gemm_kernel<BM, BN, false, false, true><<<grid, kThreads, 0, s>>>(p);
+    gemm_kernel<BM, BN, WARPS_M, WARPS_N, false, false, true><<<grid, threads, 0, s>>>(p);
   } else if (gate && res) {
-    gemm_kernel<BM, BN, true, true, false><<<grid, kThreads, 0, s>>>(p);
+    gemm_kernel<BM, BN, WARPS_M, WARPS_N, true, true, false><<<grid, threads, 0, s>>>(p);
   } else if (gate) {
-    gemm_kernel<BM, BN, true, false, false><<<grid, kThreads, 0, s>>>(p);
+    gemm_kernel<BM, BN, WARPS_M, WARPS_N, true, false, false><<<grid, threads, 0, s>>>(p);
   } else if (res) {
-    gemm_kernel<BM, BN, false, true, false><<<grid, kThreads, 0, s>>>(p);
+    gemm_kernel<BM, BN, WARPS_M, WARPS_N, false, true, false><<<grid, threads, 0, s>>>(p);
   } else {
-    gemm_kernel<BM, BN, false, false, false><<<grid, kThreads, 0, s>>>(p);
+    gemm_kernel<BM, BN, WARPS_M, WARPS_N, false, false, false><<<grid, threads, 0, s>>>(p);
   }
 }
 
 }  // namespace
 
 const char* gemm_variant_name(int variant) {
-  static const char* names[kGemmVariants] = {"wmma_64x64", "wmma_128x64", "wmma_64x32", "wmma_32x64"};
+  static const char* names[kGemmVariants] = {"wmma_64x64", "wmma_128x64",    "wmma_64x32",
+                                             "wmma_32x64", "wmma_128x64_w8", "wmma_64x128_w8"};
   return variant >= 0 && variant < kGemmVariants ? names[variant] : "?";
 }
 
 void launch_gemm(const GemmArgs& p, int variant, cudaStream_t s) {
   switch (variant) {
     case 1:
-      launch_tile<128, 64>(p, s);
+      launch_tile<128, 64, 2, 2>(p, s);
       break;
     case 2:
-      launch_tile<64, 32>(p, s);
+      launch_tile<64, 32, 2, 2>(p, s);
       break;
     case 3:
-      launch_tile<32, 64>(p, s);
+      launch_tile<32, 64, 2, 2>(p, s);
+      break;
+    case 4:
+      launch_tile<128, 64, 4, 2>(p, s);
+      break;
+    case 5:
+      launch_tile<64, 128, 2, 4>(p, s);
       break;
     default:
-      launch_tile<64, 64>(p, s);
+      launch_tile<64, 64, 2, 2>(p, s);
   }
 }
 

@@ -26,7 +26,7 @@ struct GemmArgs {
   Act act = Act::None;
 };
 // Tile variants (block rows x cols); the planner times them and picks one per layer and batch.
-inline constexpr int kGemmVariants = 4;
+inline constexpr int kGemmVariants = 6;
 const char* gemm_variant_name(int variant);
 void launch_gemm(const GemmArgs& args, int variant, cudaStream_t stream);
 
@@ -50,7 +50,7 @@ struct SqueezeExciteArgs {
   const float* pool = nullptr;  // [batch, c] sums
   const float* w1 = nullptr;    // [rd, c]
   const float* b1 = nullptr;
-  const float* w2 = nullptr;  // [c, rd]
+  const float* w2 = nullptr;  // [rd, c]: transposed, so that threads over c read consecutive words
   const float* b2 = nullptr;
   __half* gate = nullptr;  // [batch, c]
   int batch = 0, c = 0, rd = 0, pixels = 1;

@@ -1,19 +1,21 @@
-// The squeeze-excite MLP for one image per block: mean of the pooled sums, reduce layer with
-// its activation (warp-reduced dot products), expand layer, sigmoid: the per-channel gate that
-// the next pointwise GEMM applies to its input.
+// The squeeze-excite MLP: mean of the pooled sums, reduce layer and its activation (one warp per
+// output, shuffle-reduced), expand layer and sigmoid: the per-channel gate that the next
+// pointwise GEMM applies to its input. A block per (image, chunk of 256 channels): each block
+// recomputes the small reduce layer so that the expand layer spreads over many blocks, which
+// matters at batch 1 where one block per image left the GPU idle.
 #include "backends/cuda/activation.cuh"
 
 namespace kiln::cuda {
 
 namespace {
 
-constexpr int kThreads = 512;  // one block per image: more threads shorten its serial MLP
+constexpr int kThreads = 256;
 
 __global__ void squeeze_excite_kernel(SqueezeExciteArgs p) {
   extern __shared__ float shared[];
   float* mean = shared;           // [c]
   float* reduced = shared + p.c;  // [rd]
-  const int n = blockIdx.x;
+  const int n = blockIdx.y;
   const float inv = 1.0f / p.pixels;
   for (int c = threadIdx.x; c < p.c; c += blockDim.x) mean[c] = p.pool[static_cast<int64_t>(n) * p.c + c] * inv;
   __syncthreads();
@@ -26,17 +28,18 @@ __global__ void squeeze_excite_kernel(SqueezeExciteArgs p) {
     if (lane == 0) reduced[j] = activate(s + p.b1[j], p.act1);
   }
   __syncthreads();
-  for (int c = threadIdx.x; c < p.c; c += blockDim.x) {
-    float s = p.b2[c];
-    for (int j = 0; j < p.rd; ++j) s = fmaf(p.w2[static_cast<int64_t>(c) * p.rd + j], reduced[j], s);
-    p.gate[static_cast<int64_t>(n) * p.c + c] = __float2half(activate(s, p.act2));
-  }
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= p.c) return;
+  float s = p.b2[c];
+  for (int j = 0; j < p.rd; ++j) s = fmaf(p.w2[static_cast<int64_t>(j) * p.c + c], reduced[j], s);
+  p.gate[static_cast<int64_t>(n) * p.c + c] = __float2half(activate(s, p.act2));
 }
 
 }  // namespace
 
 void launch_squeeze_excite(const SqueezeExciteArgs& p, cudaStream_t s) {
-  squeeze_excite_kernel<<<p.batch, kThreads, (p.c + p.rd) * sizeof(float), s>>>(p);
+  dim3 grid((p.c + kThreads - 1) / kThreads, p.batch);
+  squeeze_excite_kernel<<<grid, kThreads, (p.c + p.rd) * sizeof(float), s>>>(p);
 }
 
 }  // namespace kiln::cuda

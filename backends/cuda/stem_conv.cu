@@ -1,5 +1,7 @@
 // The stem: a direct conv that reads the fp32 NCHW network input and writes fp16 NHWC, so the
-// layout change and the cast cost no pass of their own. One thread: one pixel, 8 out channels.
+// layout change and the cast cost no pass of their own. One thread computes every output
+// channel of one pixel, with its whole input window loaded into registers first (the common
+// 3x3x3 case is specialised so those loads are independent and issued together).
 #include <algorithm>
 
 #include "backends/cuda/activation.cuh"
@@ -8,16 +10,57 @@ namespace kiln::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 128;
 
-__global__ void stem_kernel(StemArgs p) {
-  extern __shared__ float w[];  // [k, k, c_in, c_out]
+template <int K, int CIN, int COUT>
+__global__ void __launch_bounds__(kThreads) stem_kernel(StemArgs p) {
+  __shared__ float w[K * K * CIN * COUT];  // [k, k, c_in, c_out]
+  for (int i = threadIdx.x; i < K * K * CIN * COUT; i += blockDim.x) w[i] = p.w[i];
+  __syncthreads();
+  const int64_t total = static_cast<int64_t>(p.batch) * p.oh * p.ow;
+  for (int64_t pix = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; pix < total;
+       pix += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int ox = static_cast<int>(pix % p.ow), oy = static_cast<int>((pix / p.ow) % p.oh);
+    const int n = static_cast<int>(pix / (static_cast<int64_t>(p.ow) * p.oh));
+    float in[K * K * CIN];
+#pragma unroll
+    for (int ky = 0; ky < K; ++ky)
+#pragma unroll
+      for (int kx = 0; kx < K; ++kx) {
+        const int iy = oy * p.stride - p.pad_top + ky, ix = ox * p.stride - p.pad_left + kx;
+        const bool inside = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w_in;
+#pragma unroll
+        for (int ci = 0; ci < CIN; ++ci)
+          in[(ky * K + kx) * CIN + ci] =
+              inside ? __ldg(p.x + ((static_cast<int64_t>(n) * CIN + ci) * p.h + iy) * p.w_in + ix) : 0.0f;
+      }
+    __half* out = p.y + pix * COUT;
+#pragma unroll
+    for (int c0 = 0; c0 < COUT; c0 += 8) {
+      float acc[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] = p.bias ? p.bias[c0 + e] : 0.0f;
+#pragma unroll
+      for (int t = 0; t < K * K * CIN; ++t)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] = fmaf(in[t], w[t * COUT + c0 + e], acc[e]);
+      Half8 o;
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        o.h2[e] = __floats2half2_rn(activate(acc[2 * e], p.act), activate(acc[2 * e + 1], p.act));
+      *reinterpret_cast<uint4*>(out + c0) = o.u;
+    }
+  }
+}
+
+// Any small first conv: one thread per (pixel, 8 output channels).
+__global__ void stem_generic_kernel(StemArgs p) {
+  extern __shared__ float w[];
   const int wsize = p.kernel * p.kernel * p.c_in * p.c_out;
   for (int i = threadIdx.x; i < wsize; i += blockDim.x) w[i] = p.w[i];
   __syncthreads();
   const int groups = p.c_out / 8;
   const int64_t total = static_cast<int64_t>(p.batch) * p.oh * p.ow * groups;
-  // Grid-stride: a block loads the weights once and then covers many pixels.
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int g = static_cast<int>(idx % groups);
@@ -53,13 +96,19 @@ __global__ void stem_kernel(StemArgs p) {
 }  // namespace
 
 void launch_stem(const StemArgs& p, cudaStream_t s) {
-  const int64_t total = static_cast<int64_t>(p.batch) * p.oh * p.ow * (p.c_out / 8);
-  const size_t shared = static_cast<size_t>(p.kernel) * p.kernel * p.c_in * p.c_out * sizeof(float);
   int device = 0, sms = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  const int64_t blocks = std::min<int64_t>((total + kThreads - 1) / kThreads, static_cast<int64_t>(sms) * 8);
-  stem_kernel<<<static_cast<unsigned>(blocks), kThreads, shared, s>>>(p);
+  const int64_t pixels = static_cast<int64_t>(p.batch) * p.oh * p.ow;
+  if (p.kernel == 3 && p.c_in == 3 && p.c_out == 32) {  // EfficientNet-B0..B3's stem
+    const int64_t blocks = std::min<int64_t>((pixels + kThreads - 1) / kThreads, static_cast<int64_t>(sms) * 16);
+    stem_kernel<3, 3, 32><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(p);
+    return;
+  }
+  const int64_t total = pixels * (p.c_out / 8);
+  const size_t shared = static_cast<size_t>(p.kernel) * p.kernel * p.c_in * p.c_out * sizeof(float);
+  const int64_t blocks = std::min<int64_t>((total + 255) / 256, static_cast<int64_t>(sms) * 8);
+  stem_generic_kernel<<<static_cast<unsigned>(blocks), 256, shared, s>>>(p);
 }
 
 }  // namespace kiln::cuda

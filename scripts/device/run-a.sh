@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine (run from the repository root with .carry/a carried): GPU tests, fp16 build
 # with planning, kiln bench, the PyTorch peers in the same run, timm parity for b0-b4.
-# Results go to $OUT. PEERS=0 skips the PyTorch peers (a quicker check of kiln alone).
+# Results go to $OUT. PEERS=0 skips the PyTorch peers, PARITY=0 the b0-b4 parity.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p /tmp/k "$OUT"
@@ -25,6 +25,7 @@ echo "== kiln bench again, after the peers"
 timeout 120 $K bench /tmp/b0-fp16.bundle --batch 1,32,128 --iters 100 --warmup 300 --json >> "$OUT/kiln_bench.jsonl"
 tail -3 "$OUT/kiln_bench.jsonl"
 fi
+[ "${PARITY:-1}" = 1 ] || exit 0
 echo "== parity b0-b4"
 timeout 150 python3 bench/parity/timm_parity.py --kiln $K --work /tmp/parity 2>&1 | tee "$OUT/parity.jsonl"
 echo "== which carried libraries the machine already has"
