@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/launch.cuh"
 
 namespace kiln::cuda {
 
@@ -16,6 +17,7 @@ constexpr int kStrip = 4;         // outputs per thread along x
 
 template <int K, int S>
 __global__ void depthwise_kernel(DepthwiseArgs p, int lanes) {
+  wait_for_predecessor();
   extern __shared__ float red[];  // [lanes][c], only when pooling across lanes
   constexpr int kCols = (kStrip - 1) * S + K;
   const int groups = p.c / 8;
@@ -114,13 +116,13 @@ void launch_depthwise(const DepthwiseArgs& p, cudaStream_t s) {
   const int threads = groups * lanes;
   const size_t shared = p.pool && lanes > 1 ? static_cast<size_t>(lanes) * p.c * sizeof(float) : 0;
   if (p.kernel == 3 && p.stride == 1)
-    depthwise_kernel<3, 1><<<grid, threads, shared, s>>>(p, lanes);
+    launch(depthwise_kernel<3, 1>, grid, threads, shared, s, p, lanes);
   else if (p.kernel == 3)
-    depthwise_kernel<3, 2><<<grid, threads, shared, s>>>(p, lanes);
+    launch(depthwise_kernel<3, 2>, grid, threads, shared, s, p, lanes);
   else if (p.stride == 1)
-    depthwise_kernel<5, 1><<<grid, threads, shared, s>>>(p, lanes);
+    launch(depthwise_kernel<5, 1>, grid, threads, shared, s, p, lanes);
   else
-    depthwise_kernel<5, 2><<<grid, threads, shared, s>>>(p, lanes);
+    launch(depthwise_kernel<5, 2>, grid, threads, shared, s, p, lanes);
 }
 
 }  // namespace kiln::cuda

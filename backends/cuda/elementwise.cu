@@ -1,5 +1,6 @@
 // The ops that run on their own when the planner finds nothing to fuse them into.
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/launch.cuh"
 
 namespace kiln::cuda {
 
@@ -10,6 +11,7 @@ constexpr int kThreads = 256;
 unsigned blocks(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
 
 __global__ void pool_kernel(const __half* x, __half* y, int pixels, int c) {
+  wait_for_predecessor();
   const int n = blockIdx.y, ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c) return;
   const __half* px = x + static_cast<int64_t>(n) * pixels * c + ch;
@@ -19,6 +21,7 @@ __global__ void pool_kernel(const __half* x, __half* y, int pixels, int c) {
 }
 
 __global__ void scale_kernel(const __half* x, const __half* gate, __half* y, int64_t total, int pixels, int c) {
+  wait_for_predecessor();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= total) return;
   const int ch = static_cast<int>(i % c);
@@ -27,12 +30,14 @@ __global__ void scale_kernel(const __half* x, const __half* gate, __half* y, int
 }
 
 __global__ void add_kernel(const __half* a, const __half* b, __half* y, int64_t n) {
+  wait_for_predecessor();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) y[i] = __float2half(__half2float(a[i]) + __half2float(b[i]));
 }
 
 __global__ void linear_naive_kernel(const __half* x, const float* w, const float* bias, void* y, bool out_f32,
                                     int batch, int in, int out, Act act) {
+  wait_for_predecessor();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= static_cast<int64_t>(batch) * out) return;
   const int o = static_cast<int>(i % out), n = static_cast<int>(i / out);
@@ -47,6 +52,7 @@ __global__ void linear_naive_kernel(const __half* x, const float* w, const float
 }
 
 __global__ void half_to_float_kernel(const __half* x, float* y, int64_t n) {
+  wait_for_predecessor();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) y[i] = __half2float(x[i]);
 }
@@ -54,27 +60,27 @@ __global__ void half_to_float_kernel(const __half* x, float* y, int64_t n) {
 }  // namespace
 
 void launch_global_avg_pool(const __half* x, __half* y, int batch, int pixels, int c, cudaStream_t s) {
-  pool_kernel<<<dim3((c + kThreads - 1) / kThreads, batch), kThreads, 0, s>>>(x, y, pixels, c);
+  launch(pool_kernel, dim3((c + kThreads - 1) / kThreads, batch), kThreads, 0, s, x, y, pixels, c);
 }
 
 void launch_scale_channels(const __half* x, const __half* gate, __half* y, int batch, int pixels, int c,
                            cudaStream_t s) {
   const int64_t total = static_cast<int64_t>(batch) * pixels * c;
-  scale_kernel<<<blocks(total), kThreads, 0, s>>>(x, gate, y, total, pixels, c);
+  launch(scale_kernel, blocks(total), kThreads, 0, s, x, gate, y, total, pixels, c);
 }
 
 void launch_add(const __half* a, const __half* b, __half* y, int64_t n, cudaStream_t s) {
-  add_kernel<<<blocks(n), kThreads, 0, s>>>(a, b, y, n);
+  launch(add_kernel, blocks(n), kThreads, 0, s, a, b, y, n);
 }
 
 void launch_linear_naive(const __half* x, const float* w, const float* bias, void* y, bool out_f32, int batch, int in,
                          int out, Act act, cudaStream_t s) {
-  linear_naive_kernel<<<blocks(static_cast<int64_t>(batch) * out), kThreads, 0, s>>>(x, w, bias, y, out_f32, batch, in,
-                                                                                     out, act);
+  launch(linear_naive_kernel, blocks(static_cast<int64_t>(batch) * out), kThreads, 0, s, x, w, bias, y, out_f32, batch,
+         in, out, act);
 }
 
 void launch_half_to_float(const __half* x, float* y, int64_t n, cudaStream_t s) {
-  half_to_float_kernel<<<blocks(n), kThreads, 0, s>>>(x, y, n);
+  launch(half_to_float_kernel, blocks(n), kThreads, 0, s, x, y, n);
 }
 
 }  // namespace kiln::cuda

@@ -5,6 +5,7 @@
 #include <mma.h>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/launch.cuh"
 
 namespace kiln::cuda {
 
@@ -19,6 +20,7 @@ constexpr int LDS = BK + 8;  // padded shared rows (halves) against bank conflic
 // (BN/WARPS_N) piece as 16x16 WMMA fragments.
 template <int BM, int BN, int WARPS_M, int WARPS_N, bool kGate, bool kResidual, bool kOutF32>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_kernel(GemmArgs p) {
+  wait_for_predecessor();
   constexpr int kThreads = WARPS_M * WARPS_N * 32;
   constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N, FM = WM / 16, FN = WN / 16;
   constexpr int LDC = BN + 4;
@@ -153,15 +155,15 @@ void launch_tile(const GemmArgs& p, cudaStream_t s) {
   constexpr int threads = WARPS_M * WARPS_N * 32;
   const bool gate = p.gate != nullptr, res = p.residual != nullptr;
   if (p.out_f32) {
-    gemm_kernel<BM, BN, WARPS_M, WARPS_N, false, false, true><<<grid, threads, 0, s>>>(p);
+    launch(gemm_kernel<BM, BN, WARPS_M, WARPS_N, false, false, true>, grid, threads, 0, s, p);
   } else if (gate && res) {
-    gemm_kernel<BM, BN, WARPS_M, WARPS_N, true, true, false><<<grid, threads, 0, s>>>(p);
+    launch(gemm_kernel<BM, BN, WARPS_M, WARPS_N, true, true, false>, grid, threads, 0, s, p);
   } else if (gate) {
-    gemm_kernel<BM, BN, WARPS_M, WARPS_N, true, false, false><<<grid, threads, 0, s>>>(p);
+    launch(gemm_kernel<BM, BN, WARPS_M, WARPS_N, true, false, false>, grid, threads, 0, s, p);
   } else if (res) {
-    gemm_kernel<BM, BN, WARPS_M, WARPS_N, false, true, false><<<grid, threads, 0, s>>>(p);
+    launch(gemm_kernel<BM, BN, WARPS_M, WARPS_N, false, true, false>, grid, threads, 0, s, p);
   } else {
-    gemm_kernel<BM, BN, WARPS_M, WARPS_N, false, false, false><<<grid, threads, 0, s>>>(p);
+    launch(gemm_kernel<BM, BN, WARPS_M, WARPS_N, false, false, false>, grid, threads, 0, s, p);
   }
 }
 

@@ -4,6 +4,7 @@
 // recomputes the small reduce layer so that the expand layer spreads over many blocks, which
 // matters at batch 1 where one block per image left the GPU idle.
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/launch.cuh"
 
 namespace kiln::cuda {
 
@@ -12,6 +13,7 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void squeeze_excite_kernel(SqueezeExciteArgs p) {
+  wait_for_predecessor();
   extern __shared__ float shared[];
   float* mean = shared;           // [c]
   float* reduced = shared + p.c;  // [rd]
@@ -39,7 +41,7 @@ __global__ void squeeze_excite_kernel(SqueezeExciteArgs p) {
 
 void launch_squeeze_excite(const SqueezeExciteArgs& p, cudaStream_t s) {
   dim3 grid((p.c + kThreads - 1) / kThreads, p.batch);
-  squeeze_excite_kernel<<<grid, kThreads, (p.c + p.rd) * sizeof(float), s>>>(p);
+  launch(squeeze_excite_kernel, grid, kThreads, (p.c + p.rd) * sizeof(float), s, p);
 }
 
 }  // namespace kiln::cuda

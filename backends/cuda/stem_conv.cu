@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/launch.cuh"
 
 namespace kiln::cuda {
 
@@ -14,6 +15,7 @@ constexpr int kThreads = 128;
 
 template <int K, int CIN, int COUT>
 __global__ void __launch_bounds__(kThreads) stem_kernel(StemArgs p) {
+  wait_for_predecessor();
   __shared__ float w[K * K * CIN * COUT];  // [k, k, c_in, c_out]
   for (int i = threadIdx.x; i < K * K * CIN * COUT; i += blockDim.x) w[i] = p.w[i];
   __syncthreads();
@@ -55,6 +57,7 @@ __global__ void __launch_bounds__(kThreads) stem_kernel(StemArgs p) {
 
 // Any small first conv: one thread per (pixel, 8 output channels).
 __global__ void stem_generic_kernel(StemArgs p) {
+  wait_for_predecessor();
   extern __shared__ float w[];
   const int wsize = p.kernel * p.kernel * p.c_in * p.c_out;
   for (int i = threadIdx.x; i < wsize; i += blockDim.x) w[i] = p.w[i];
@@ -102,13 +105,13 @@ void launch_stem(const StemArgs& p, cudaStream_t s) {
   const int64_t pixels = static_cast<int64_t>(p.batch) * p.oh * p.ow;
   if (p.kernel == 3 && p.c_in == 3 && p.c_out == 32) {  // EfficientNet-B0..B3's stem
     const int64_t blocks = std::min<int64_t>((pixels + kThreads - 1) / kThreads, static_cast<int64_t>(sms) * 16);
-    stem_kernel<3, 3, 32><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(p);
+    launch(stem_kernel<3, 3, 32>, static_cast<unsigned>(blocks), kThreads, 0, s, p);
     return;
   }
   const int64_t total = pixels * (p.c_out / 8);
   const size_t shared = static_cast<size_t>(p.kernel) * p.kernel * p.c_in * p.c_out * sizeof(float);
   const int64_t blocks = std::min<int64_t>((total + 255) / 256, static_cast<int64_t>(sms) * 8);
-  stem_generic_kernel<<<static_cast<unsigned>(blocks), 256, shared, s>>>(p);
+  launch(stem_generic_kernel, static_cast<unsigned>(blocks), 256, shared, s, p);
 }
 
 }  // namespace kiln::cuda
