@@ -27,6 +27,7 @@ struct CudaStep {
 namespace {
 
 constexpr size_t kNoBias = SIZE_MAX;
+constexpr size_t kWorkspaceBytes = 16u << 20;  // split-K partial sums; variants that need more are skipped
 
 cuda::Act to_cuda(Activation a) {
   return a == Activation::SiLU ? cuda::Act::SiLU : a == Activation::Sigmoid ? cuda::Act::Sigmoid : cuda::Act::None;
@@ -122,6 +123,7 @@ nlohmann::json CudaEngine::export_plan() const {
 CudaEngine::~CudaEngine() {
   drop_graphs();
   cudaFree(weights_);
+  cudaFree(workspace_);
   cudaFree(arena_);
   cudaFree(input_);
   cudaFree(output_);
@@ -314,6 +316,7 @@ void CudaEngine::build_steps(const WeightLookup& weights) {
     c.to_output = true;
     steps_.push_back(c);
   }
+  KILN_CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
   KILN_CUDA_CHECK(cudaMalloc(&weights_, std::max<size_t>(blob.bytes().size(), 256)));
   KILN_CUDA_CHECK(cudaMemcpy(weights_, blob.bytes().data(), blob.bytes().size(), cudaMemcpyHostToDevice));
 }
@@ -409,7 +412,10 @@ void CudaEngine::enqueue(int batch, const BatchPlan& plan, cudaStream_t st, int 
         a.k = x.c;
         a.rows_per_image = x.h * x.w;
         a.act = s.act;
-        cuda::launch_gemm(a, plan.variants[i] < 0 ? 0 : plan.variants[i], st);
+        a.workspace = workspace_;
+        int variant = plan.variants[i] < 0 ? 0 : plan.variants[i];
+        if (cuda::gemm_workspace_bytes(a, variant) > kWorkspaceBytes) variant = 0;
+        cuda::launch_gemm(a, variant, st);
         break;
       }
       case CudaStep::Depthwise: {
@@ -495,7 +501,12 @@ void CudaEngine::tune(int batch, BatchPlan& plan) {
     if (steps_[i].kind != CudaStep::Gemm) continue;
     float best = 1e30f;
     int best_variant = 0;
+    const Dims& x = plan.memory.dims[steps_[i].x];
+    cuda::GemmArgs shape;
+    shape.m = batch * x.h * x.w;
+    shape.n = plan.memory.dims[steps_[i].to_output ? graph_.output() : steps_[i].y].c;
     for (int v = 0; v < cuda::kGemmVariants; ++v) {
+      if (cuda::gemm_workspace_bytes(shape, v) > kWorkspaceBytes) continue;
       plan.variants[i] = v;
       enqueue(batch, plan, stream_, i);  // warm up
       KILN_CUDA_CHECK(cudaEventRecord(start, stream_));

@@ -69,6 +69,7 @@ class CudaEngine : public Engine {
   std::vector<int64_t> pool_offsets_;  // per pool slot, floats per image
   int64_t pool_floats_per_image_ = 0;
   void* weights_ = nullptr;
+  float* workspace_ = nullptr;  // split-K partial sums
   __half* arena_ = nullptr;
   int64_t arena_capacity_ = 0;  // halves
   float* input_ = nullptr;

@@ -16,9 +16,39 @@ using namespace nvcuda;
 constexpr int BK = 32;
 constexpr int LDS = BK + 8;  // padded shared rows (halves) against bank conflicts
 
+// bias, activation, residual and the store of 8 consecutive outputs of row gm.
+template <bool kResidual, bool kOutF32>
+__device__ __forceinline__ void store_outputs(const GemmArgs& p, int gm, int gn, float (&v)[8]) {
+  if (p.bias) {
+    const float4 b0 = __ldg(reinterpret_cast<const float4*>(p.bias + gn)),
+                 b1 = __ldg(reinterpret_cast<const float4*>(p.bias + gn + 4));
+    v[0] += b0.x, v[1] += b0.y, v[2] += b0.z, v[3] += b0.w, v[4] += b1.x, v[5] += b1.y, v[6] += b1.z, v[7] += b1.w;
+  }
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v[e] = activate(v[e], p.act);
+  const int64_t off = static_cast<int64_t>(gm) * p.n + gn;
+  if constexpr (kResidual) {
+    Half8 r;
+    r.u = __ldg(reinterpret_cast<const uint4*>(p.residual + off));
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] += __half2float(r.h[e]);
+  }
+  if constexpr (kOutF32) {
+    float4* o = reinterpret_cast<float4*>(static_cast<float*>(p.out) + off);
+    o[0] = make_float4(v[0], v[1], v[2], v[3]);
+    o[1] = make_float4(v[4], v[5], v[6], v[7]);
+  } else {
+    Half8 o;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o.h2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
+    *reinterpret_cast<uint4*>(static_cast<__half*>(p.out) + off) = o.u;
+  }
+}
+
 // A block of WARPS_M x WARPS_N warps computes a BM x BN tile; each warp a (BM/WARPS_M) x
-// (BN/WARPS_N) piece as 16x16 WMMA fragments.
-template <int BM, int BN, int WARPS_M, int WARPS_N, bool kGate, bool kResidual, bool kOutF32>
+// (BN/WARPS_N) piece as 16x16 WMMA fragments. With kSplit, blockIdx.z takes one slice of K and
+// the block writes raw fp32 partial sums to the workspace; split_k_reduce finishes them.
+template <int BM, int BN, int WARPS_M, int WARPS_N, bool kGate, bool kResidual, bool kOutF32, bool kSplit = false>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_kernel(GemmArgs p) {
   wait_for_predecessor();
   constexpr int kThreads = WARPS_M * WARPS_N * 32;
@@ -32,6 +62,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_kernel(GemmArgs p)
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int warp = threadIdx.x / 32, wm = warp / WARPS_N, wn = warp % WARPS_N;
   const int M = p.m, N = p.n, K = p.k;
+  // This block's slice of K: all of it, or one of p.splits BK-aligned chunks.
+  const int chunk = kSplit ? ((K + p.splits - 1) / p.splits + BK - 1) / BK * BK : K;
+  const int k_begin = kSplit ? blockIdx.z * chunk : 0, k_end = min(K, k_begin + chunk);
 
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FM][FN];
 #pragma unroll
@@ -51,7 +84,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_kernel(GemmArgs p)
       int gm = m0 + row, gk = k0 + col;
       Half8 v;
       v.u = make_uint4(0, 0, 0, 0);
-      if (gm < M && gk < K) {
+      if (gm < M && gk < k_end) {
         v.u = __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(gm) * K + gk));
         if constexpr (kGate) {
           Half8 g;
@@ -66,8 +99,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_kernel(GemmArgs p)
     for (int i = 0; i < B_VECS; ++i) {
       int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, col = (idx % kVecsPerRow) * 8;
       int gn = n0 + row, gk = k0 + col;
-      rb[i] = (gn < N && gk < K) ? __ldg(reinterpret_cast<const uint4*>(p.w + static_cast<int64_t>(gn) * K + gk))
-                                 : make_uint4(0, 0, 0, 0);
+      rb[i] = (gn < N && gk < k_end) ? __ldg(reinterpret_cast<const uint4*>(p.w + static_cast<int64_t>(gn) * K + gk))
+                                     : make_uint4(0, 0, 0, 0);
     }
   };
   auto store = [&]() {
@@ -83,11 +116,11 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_kernel(GemmArgs p)
     }
   };
 
-  load(0);
-  for (int k0 = 0; k0 < K; k0 += BK) {
+  if (k_begin < k_end) load(k_begin);
+  for (int k0 = k_begin; k0 < k_end; k0 += BK) {
     store();
     __syncthreads();
-    if (k0 + BK < K) load(k0 + BK);  // the next tile's loads overlap this tile's math
+    if (k0 + BK < k_end) load(k0 + BK);  // the next tile's loads overlap this tile's math
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
       wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[FM];
@@ -122,31 +155,31 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_kernel(GemmArgs p)
     const float4* cs = reinterpret_cast<const float4*>(Cs + row * LDC + col);  // LDC and col keep 16-byte alignment
     const float4 lo = cs[0], hi = cs[1];
     v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
-    if (p.bias) {
-      const float4 b0 = __ldg(reinterpret_cast<const float4*>(p.bias + gn)),
-                   b1 = __ldg(reinterpret_cast<const float4*>(p.bias + gn + 4));
-      v[0] += b0.x, v[1] += b0.y, v[2] += b0.z, v[3] += b0.w, v[4] += b1.x, v[5] += b1.y, v[6] += b1.z, v[7] += b1.w;
-    }
-#pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = activate(v[e], p.act);
-    const int64_t off = static_cast<int64_t>(gm) * N + gn;
-    if constexpr (kResidual) {
-      Half8 r;
-      r.u = __ldg(reinterpret_cast<const uint4*>(p.residual + off));
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] += __half2float(r.h[e]);
-    }
-    if constexpr (kOutF32) {
-      float4* o = reinterpret_cast<float4*>(static_cast<float*>(p.out) + off);
-      o[0] = make_float4(v[0], v[1], v[2], v[3]);
-      o[1] = make_float4(v[4], v[5], v[6], v[7]);
+    if constexpr (kSplit) {
+      float4* w = reinterpret_cast<float4*>(p.workspace + (static_cast<int64_t>(blockIdx.z) * M + gm) * N + gn);
+      w[0] = lo;
+      w[1] = hi;
     } else {
-      Half8 o;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o.h2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
-      *reinterpret_cast<uint4*>(static_cast<__half*>(p.out) + off) = o.u;
+      store_outputs<kResidual, kOutF32>(p, gm, gn, v);
     }
   }
+}
+
+// Sums the split-K partials of 8 outputs per thread, then the usual epilogue.
+template <bool kResidual, bool kOutF32>
+__global__ void split_k_reduce(GemmArgs p) {
+  wait_for_predecessor();
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int vecs = p.n / 8;
+  if (idx >= static_cast<int64_t>(p.m) * vecs) return;
+  const int gm = static_cast<int>(idx / vecs), gn = static_cast<int>(idx % vecs) * 8;
+  float v[8] = {};
+  for (int z = 0; z < p.splits; ++z) {
+    const float4* w = reinterpret_cast<const float4*>(p.workspace + (static_cast<int64_t>(z) * p.m + gm) * p.n + gn);
+    const float4 lo = w[0], hi = w[1];
+    v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w, v[4] += hi.x, v[5] += hi.y, v[6] += hi.z, v[7] += hi.w;
+  }
+  store_outputs<kResidual, kOutF32>(p, gm, gn, v);
 }
 
 template <int BM, int BN, int WARPS_M, int WARPS_N>
@@ -167,11 +200,38 @@ void launch_tile(const GemmArgs& p, cudaStream_t s) {
   }
 }
 
+// K split over `splits` blocks of a 32 x 64 tile: for small M and long K (batch 1), where one
+// block per tile would walk all of K alone.
+template <int BM, int BN>
+void launch_split(GemmArgs p, int splits, cudaStream_t s) {
+  p.splits = splits;
+  dim3 grid((p.n + BN - 1) / BN, (p.m + BM - 1) / BM, splits);
+  if (p.gate)
+    launch(gemm_kernel<BM, BN, 2, 2, true, false, false, true>, grid, 128, 0, s, p);
+  else
+    launch(gemm_kernel<BM, BN, 2, 2, false, false, false, true>, grid, 128, 0, s, p);
+  const int64_t threads = static_cast<int64_t>(p.m) * (p.n / 8);
+  const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
+  const bool res = p.residual != nullptr;
+  if (p.out_f32)
+    launch(split_k_reduce<false, true>, blocks, 256, 0, s, p);
+  else if (res)
+    launch(split_k_reduce<true, false>, blocks, 256, 0, s, p);
+  else
+    launch(split_k_reduce<false, false>, blocks, 256, 0, s, p);
+}
+
+constexpr int kSplits[kGemmVariants] = {1, 1, 1, 1, 1, 1, 4, 8};
+
 }  // namespace
 
+size_t gemm_workspace_bytes(const GemmArgs& p, int variant) {
+  return kSplits[variant] > 1 ? static_cast<size_t>(kSplits[variant]) * p.m * p.n * sizeof(float) : 0;
+}
+
 const char* gemm_variant_name(int variant) {
-  static const char* names[kGemmVariants] = {"wmma_64x64", "wmma_128x64",    "wmma_64x32",
-                                             "wmma_32x64", "wmma_128x64_w8", "wmma_64x128_w8"};
+  static const char* names[kGemmVariants] = {"wmma_64x64",     "wmma_128x64",    "wmma_64x32",    "wmma_32x64",
+                                             "wmma_128x64_w8", "wmma_64x128_w8", "wmma_32x64_k4", "wmma_32x64_k8"};
   return variant >= 0 && variant < kGemmVariants ? names[variant] : "?";
 }
 
@@ -191,6 +251,10 @@ void launch_gemm(const GemmArgs& p, int variant, cudaStream_t s) {
       break;
     case 5:
       launch_tile<64, 128, 2, 4>(p, s);
+      break;
+    case 6:
+    case 7:
+      launch_split<32, 64>(p, kSplits[variant], s);
       break;
     default:
       launch_tile<64, 64, 2, 2>(p, s);

@@ -24,10 +24,13 @@ struct GemmArgs {
   bool out_f32 = false;
   int m = 0, n = 0, k = 0, rows_per_image = 1;
   Act act = Act::None;
+  float* workspace = nullptr;  // split-K partial sums (see gemm_workspace_bytes)
+  int splits = 1;              // set by the split-K variants themselves
 };
 // Tile variants (block rows x cols); the planner times them and picks one per layer and batch.
-inline constexpr int kGemmVariants = 6;
+inline constexpr int kGemmVariants = 8;
 const char* gemm_variant_name(int variant);
+size_t gemm_workspace_bytes(const GemmArgs& args, int variant);  // 0 unless the variant splits K
 void launch_gemm(const GemmArgs& args, int variant, cudaStream_t stream);
 
 // Depthwise conv (groups == channels), NHWC, channels a multiple of 8, kernel 3 or 5, stride 1

@@ -184,6 +184,41 @@ TEST(CudaEngine, LargeGemmsMatchCpu) {
   EXPECT_LT(compare(g.def, 2, 45, 41), 5e-3);
 }
 
+TEST(CudaEngine, EveryGemmVariantMatchesCpu) {
+  REQUIRE_GPU();
+  // Force one tile variant on every GEMM through a saved plan, and check the plan was taken.
+  GraphMaker g(9);
+  int x = g.input(3);
+  x = g.conv(x, 48, 3, 2, false, Activation::SiLU);
+  int d = g.conv(x, 48, 5, 1, true, Activation::SiLU);
+  d = g.squeeze_excite(d, 12);
+  int y = g.conv(d, 336, 1, 1, false, Activation::None);  // long K next, for the split-K variants
+  y = g.conv(y, 48, 1, 1, false, Activation::None);
+  y = g.simple(Op::Add, {y, x});
+  y = g.simple(Op::GlobalAvgPool, {y});
+  y = g.linear(y, 24, Activation::None);
+  g.finish(y);
+  auto probe = make_engine("cuda", g.def.graph, lookup(g.def));
+  probe->prepare(2, 19, 17);
+  nlohmann::json plan = probe->export_plan();
+  const size_t gemms = plan["batches"]["2"]["gemm"].size();
+  ASSERT_GE(gemms, 3u);
+  for (const char* variant : {"wmma_64x64", "wmma_128x64", "wmma_64x32", "wmma_32x64", "wmma_128x64_w8",
+                              "wmma_64x128_w8", "wmma_32x64_k4", "wmma_32x64_k8"}) {
+    plan["batches"]["2"]["gemm"] = std::vector<std::string>(gemms, variant);
+    auto cpu = make_engine("cpu", g.def.graph, lookup(g.def));
+    auto gpu = make_engine("cuda", g.def.graph, lookup(g.def), {{"cuda", plan}});
+    std::vector<float> input(2 * 3 * 19 * 17), a(2 * 24), b(2 * 24, std::nanf(""));
+    std::mt19937 rng(3);
+    std::normal_distribution<float> dist;
+    for (auto& v : input) v = dist(rng);
+    cpu->run(input.data(), 2, 19, 17, a.data());
+    gpu->run(input.data(), 2, 19, 17, b.data());
+    EXPECT_EQ(gpu->export_plan()["batches"]["2"]["gemm"][0], variant) << "the forced plan was not used";
+    EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant;
+  }
+}
+
 ModelDefinition b0() {
   Checkpoint ckpt(test::data_path("checkpoints/efficientnet_b0.tfhub-transplant"));
   return FamilyRegistry::instance().find_family("efficientnet_b0")->build(ckpt);
