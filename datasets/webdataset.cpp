@@ -27,6 +27,7 @@ WebDatasetReader::~WebDatasetReader() {
 }
 
 bool WebDatasetReader::read_member(std::string& key, std::string& ext, std::vector<uint8_t>& bytes) {
+  if (eof_) return false;
   archive_entry* entry;
   int rc;
   while ((rc = archive_read_next_header(a_, &entry)) == ARCHIVE_OK) {
@@ -45,6 +46,7 @@ bool WebDatasetReader::read_member(std::string& key, std::string& ext, std::vect
     return true;
   }
   KILN_CHECK(rc == ARCHIVE_EOF, "[webdataset] {}: {}", shard_, archive_error_string(a_));
+  eof_ = true;
   return false;
 }
 

@@ -30,6 +30,7 @@ class WebDatasetReader {
   std::string shard_;
   archive* a_ = nullptr;
   bool pending_ = false;  // a member read ahead that starts the next sample
+  bool eof_ = false;      // libarchive must not be asked for headers after its end
   std::string pending_key_, pending_ext_;
   std::vector<uint8_t> pending_bytes_;
 };
