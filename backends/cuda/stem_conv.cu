@@ -103,7 +103,7 @@ void launch_stem(const StemArgs& p, cudaStream_t s) {
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   const int64_t pixels = static_cast<int64_t>(p.batch) * p.oh * p.ow;
-  if (p.kernel == 3 && p.c_in == 3 && p.c_out == 32) {  // EfficientNet-B0..B3's stem
+  if (p.kernel == 3 && p.c_in == 3 && p.c_out == 32) {  // the usual 3x3 RGB stem with 32 channels
     const int64_t blocks = std::min<int64_t>((pixels + kThreads - 1) / kThreads, static_cast<int64_t>(sms) * 16);
     launch(stem_kernel<3, 3, 32>, static_cast<unsigned>(blocks), kThreads, 0, s, p);
     return;
