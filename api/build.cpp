@@ -10,6 +10,9 @@
 #include "core/error.h"
 #include "graph/family_registry.h"
 #include "kiln/kiln.h"
+#include "quantize/calibrate.h"
+#include "quantize/recipe.h"
+#include "tasks/classification/preprocess.h"
 
 namespace kiln {
 
@@ -53,6 +56,26 @@ WeightLookup weights_of(const ModelDefinition& def) {
   };
 }
 
+// A recipe by name from the model's family, or from a .json file; empty: the family's default.
+QuantRecipe load_recipe(const ModelDefinition& def, const std::string& name) {
+  if (name.ends_with(".json")) return parse_recipe(read_json_file(name, "recipe"), name);
+  const Family* family = FamilyRegistry::instance().find_family(def.architecture);
+  KILN_CHECK(family, "[build] no family builds '{}'", def.architecture);
+  auto recipes = family->recipes();
+  KILN_CHECK(!recipes.empty(), "[build] family {} ships no FP8 recipe; give one with --recipe FILE.json",
+             family->name());
+  std::vector<std::string> names;
+  for (const auto& [n, text] : recipes) {
+    names.push_back(n);
+    if (name.empty() || n == name) {
+      auto j = nlohmann::json::parse(text, nullptr, false);
+      KILN_CHECK(!j.is_discarded(), "[build] recipe {} of {} is not valid JSON", n, family->name());
+      return parse_recipe(j, n);
+    }
+  }
+  fail("[build] family {} has no recipe '{}' (it has: {})", family->name(), name, fmt::join(names, ", "));
+}
+
 ModelDefinition define_model(const std::string& dir) {
   auto& registry = FamilyRegistry::instance();
   if (fs::exists(fs::path(dir) / "config.json")) {
@@ -78,8 +101,12 @@ Status build(const std::string& source, const std::string& output_path, const Bu
              BuildResult* result) {
   try {
     auto start = std::chrono::steady_clock::now();
-    KILN_CHECK(options.precision == "fp32" || options.precision == "fp16",
-               "[build] precision '{}' is not available (fp32, fp16)", options.precision);
+    KILN_CHECK(options.precision == "fp32" || options.precision == "fp16" || options.precision == "fp8",
+               "[build] precision '{}' is not available (fp32, fp16, fp8)", options.precision);
+    KILN_CHECK(options.precision == "fp8" || (options.recipe.empty() && options.calib.empty()),
+               "[build] --recipe and --calib apply to --precision fp8");
+    KILN_CHECK(options.precision != "fp8" || !options.calib.empty(),
+               "[build] --precision fp8 needs calibration images: --calib SRC");
     KILN_CHECK(!options.batch_sizes.empty(), "[build] no batch sizes given");
     for (int b : options.batch_sizes) KILN_CHECK(b >= 1 && b <= 4096, "[build] batch size {} is out of range", b);
     ResolvedSource src = resolve_source(source, options.revision);
@@ -97,10 +124,32 @@ Status build(const std::string& source, const std::string& output_path, const Bu
     info.precision = options.precision;
     info.batch_sizes = options.batch_sizes;
     info.options = {{"source", source}, {"revision", options.revision}, {"labels_file", options.labels_file}};
+    int fp8_layers = 0;
+    double calibration_seconds = 0;
+    std::string recipe_name;
+    if (options.precision == "fp8") {
+      auto t0 = std::chrono::steady_clock::now();
+      QuantRecipe recipe = load_recipe(def, options.recipe);
+      recipe_name = recipe.name;
+      auto pre = classification::PreprocessConfig::from_json(def.task_config.at("preprocess"));
+      auto nodes = select_fp8_nodes(def.graph, recipe, pre.height, pre.width);
+      KILN_CHECK(!nodes.empty(), "[build] recipe {} selects no layer of {}", recipe.name, def.architecture);
+      CalibrationOptions calib{options.calib, options.calib_samples, options.calib_method};
+      apply_fp8(def, nodes, calibrate_activations(def, nodes, pre, recipe, calib));
+      fp8_layers = static_cast<int>(nodes.size());
+      info.options["quantization"] = {
+          {"recipe", recipe.source},
+          {"calibration",
+           {{"data", options.calib},
+            {"samples", options.calib_samples},
+            {"method", options.calib_method.empty() ? recipe.calib_method : options.calib_method}}},
+          {"fp8_layers", fp8_layers}};
+      calibration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     // With a GPU, time the candidate kernels for every batch size now and keep the choices.
     std::string planned_on;
     double planning_seconds = 0;
-    if (options.precision == "fp16" && cuda_available()) {
+    if (options.precision == "fp16" && cuda_available()) {  // no FP8 CUDA kernels yet
       auto t0 = std::chrono::steady_clock::now();
       auto engine = make_engine("cuda", def.graph, weights_of(def));
       auto pre = def.task_config["preprocess"]["input_size"];
@@ -120,6 +169,9 @@ Status build(const std::string& source, const std::string& output_path, const Bu
       result->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       result->planned_on = planned_on;
       result->planning_seconds = planning_seconds;
+      result->recipe = recipe_name;
+      result->fp8_layers = fp8_layers;
+      result->calibration_seconds = calibration_seconds;
     }
     return Status::Ok();
   } catch (const std::exception& e) {

@@ -17,7 +17,7 @@
 namespace kiln {
 
 struct BundleTensor {
-  std::string dtype;  // "F32" or "F16"
+  std::string dtype;  // "F32", "F16" or "F8_E4M3"
   std::vector<int64_t> shape;
   std::span<const uint8_t> bytes;
   // The data as fp32: a view for F32 tensors, converted into `storage` for F16.

@@ -5,6 +5,7 @@
 #include "bundle/format.h"
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "core/fp8.h"
 #include "core/half.h"
 #include "core/sha256.h"
 
@@ -85,15 +86,15 @@ void Bundle::parse() {
       BundleTensor bt;
       std::string name = t.at("name").get<std::string>();
       bt.dtype = t.at("dtype").get<std::string>();
-      KILN_CHECK(bt.dtype == "F32" || bt.dtype == "F16", "[bundle] {}: tensor '{}' has unsupported dtype {}", name_,
-                 name, bt.dtype);
+      const uint64_t element = bt.dtype == "F32" ? 4 : bt.dtype == "F16" ? 2 : bt.dtype == "F8_E4M3" ? 1 : 0;
+      KILN_CHECK(element, "[bundle] {}: tensor '{}' has unsupported dtype {}", name_, name, bt.dtype);
       bt.shape = t.at("shape").get<std::vector<int64_t>>();
       KILN_CHECK(bt.shape.size() <= 8, "[bundle] {}: tensor '{}' has too many dimensions", name_, name);
       uint64_t offset = t.at("offset").get<uint64_t>(), size = t.at("size").get<uint64_t>();
       KILN_CHECK(offset % kAlignment == 0, "[bundle] {}: tensor '{}' is not {}-byte aligned", name_, name, kAlignment);
       KILN_CHECK(checked_add(offset, size, "tensor range") <= d_size,
                  "[bundle] {}: tensor '{}' lies outside the data section", name_, name);
-      KILN_CHECK(checked_mul(checked_numel(bt.shape, "tensor"), bt.dtype == "F32" ? 4 : 2, "tensor bytes") == size,
+      KILN_CHECK(checked_mul(checked_numel(bt.shape, "tensor"), element, "tensor bytes") == size,
                  "[bundle] {}: tensor '{}' size does not match its shape", name_, name);
       bt.bytes = data.subspan(offset, size);
       ranges.emplace_back(offset, offset + size);
@@ -119,6 +120,11 @@ void Bundle::parse() {
 
 std::span<const float> BundleTensor::as_float(std::vector<float>& storage) const {
   if (dtype == "F32") return {reinterpret_cast<const float*>(bytes.data()), bytes.size() / sizeof(float)};
+  if (dtype == "F8_E4M3") {
+    storage.resize(bytes.size());
+    for (size_t i = 0; i < storage.size(); ++i) storage[i] = decode_e4m3(bytes[i]);
+    return storage;
+  }
   storage.resize(bytes.size() / 2);
   for (size_t i = 0; i < storage.size(); ++i) {
     uint16_t h;

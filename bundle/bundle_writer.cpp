@@ -4,10 +4,12 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "bundle/bundle.h"
 #include "bundle/format.h"
 #include "core/error.h"
+#include "core/fp8.h"
 #include "core/half.h"
 #include "core/sha256.h"
 
@@ -40,23 +42,29 @@ uint64_t write_bundle(const std::string& path, const ModelDefinition& def, const
   // Data section: each tensor 64-byte aligned, in name order.
   std::vector<uint8_t> data;
   nlohmann::json tensors = nlohmann::json::array();
-  KILN_CHECK(info.precision == "fp32" || info.precision == "fp16", "[bundle] unknown precision '{}'", info.precision);
+  KILN_CHECK(info.precision == "fp32" || info.precision == "fp16" || info.precision == "fp8",
+             "[bundle] unknown precision '{}'", info.precision);
+  std::set<std::string> fp8_weights;  // weights of FP8 layers hold E4M3 values: stored as one byte each
+  for (const auto& n : def.graph.nodes())
+    if (n.fp8()) fp8_weights.insert(n.weight);
   for (const auto& [name, t] : def.weights) {
-    // fp16 bundles store weights in half precision; biases stay fp32 (they are added in fp32).
-    const bool half = info.precision == "fp16" && t.shape.size() > 1;
+    // fp16 and fp8 bundles store other weights in half precision; biases and scales stay fp32.
+    const bool e4m3 = fp8_weights.count(name) != 0;
+    const bool half = !e4m3 && info.precision != "fp32" && t.shape.size() > 1;
+    const char* dtype = e4m3 ? "F8_E4M3" : half ? "F16" : "F32";
     uint64_t offset = align_up(data.size());
-    uint64_t size = t.data.size() * (half ? 2 : 4);
+    uint64_t size = t.data.size() * (e4m3 ? 1 : half ? 2 : 4);
     data.resize(offset + size);
-    if (half) {
-      for (size_t i = 0; i < t.data.size(); ++i) {
-        uint16_t h = float_to_half(t.data[i]);
-        std::memcpy(data.data() + offset + 2 * i, &h, 2);
-      }
-    } else {
-      std::memcpy(data.data() + offset, t.data.data(), size);
+    for (size_t i = 0; e4m3 && i < t.data.size(); ++i) {
+      KILN_CHECK(round_to_e4m3(t.data[i]) == t.data[i], "[bundle] {}: value {} is not an E4M3 value", name, t.data[i]);
+      data[offset + i] = encode_e4m3(t.data[i]);
     }
-    tensors.push_back(
-        {{"name", name}, {"dtype", half ? "F16" : "F32"}, {"shape", t.shape}, {"offset", offset}, {"size", size}});
+    for (size_t i = 0; half && i < t.data.size(); ++i) {
+      uint16_t h = float_to_half(t.data[i]);
+      std::memcpy(data.data() + offset + 2 * i, &h, 2);
+    }
+    if (!e4m3 && !half) std::memcpy(data.data() + offset, t.data.data(), size);
+    tensors.push_back({{"name", name}, {"dtype", dtype}, {"shape", t.shape}, {"offset", offset}, {"size", size}});
   }
   data.resize(align_up(data.size()));
 

@@ -5,6 +5,7 @@
 
 #include "bundle/bundle.h"
 #include "cli/commands.h"
+#include "core/checked_math.h"
 
 namespace kiln::cli {
 
@@ -21,7 +22,7 @@ Command add_inspect(CLI::App& app) {
     auto b = Bundle::open(args->bundle);
     const auto& m = b->manifest();
     uint64_t params = 0;
-    for (const auto& [name, t] : b->tensors()) params += t.bytes.size() / 4;
+    for (const auto& [name, t] : b->tensors()) params += checked_numel(t.shape, "tensor");
     std::map<std::string, int> ops;
     for (const auto& n : b->graph().nodes()) ops[op_name(n.op)]++;
     if (args->json) {

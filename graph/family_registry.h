@@ -19,6 +19,8 @@ class Family {
   virtual std::vector<std::string> architectures() const = 0;
   // Builds the graph and folded weights from a Hugging Face layout checkpoint.
   virtual ModelDefinition build(Checkpoint& checkpoint) const = 0;
+  // Quantisation recipes the family ships: name -> recipe JSON text. The first is the default.
+  virtual std::vector<std::pair<std::string, std::string>> recipes() const { return {}; }
 };
 
 class Importer {

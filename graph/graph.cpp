@@ -1,6 +1,7 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "core/tensor.h"
@@ -46,6 +47,12 @@ int Graph::add_value(int channels, std::string name) {
 }
 
 void Graph::add_node(Node node) { nodes_.push_back(std::move(node)); }
+
+void Graph::replace_node(int index, Node node) {
+  Node& old = nodes_.at(index);
+  KILN_CHECK(old.inputs == node.inputs && old.output == node.output, "[graph] {}: a rewrite may not rewire", old.name);
+  old = std::move(node);
+}
 
 std::optional<int> Graph::find_value(const std::string& name) const {
   for (size_t i = 0; i < values_.size(); ++i)
@@ -139,6 +146,7 @@ nlohmann::json Graph::to_json() const {
         jn["pad"] = "same";
       else
         jn["pad"] = {n.pad.top, n.pad.left, n.pad.bottom, n.pad.right};
+      if (n.fp8()) jn["fp8"] = {{"weight_scale", n.weight_scale}, {"input_scale", n.input_scale}};
     }
     nodes.push_back(jn);
   }
@@ -178,6 +186,10 @@ Graph Graph::from_json(const nlohmann::json& j, const WeightShapeFn& weight_shap
           auto p = pad.get<std::vector<int>>();
           KILN_CHECK(p.size() == 4, "[graph] {}: padding needs 4 numbers", n.name);
           n.pad = {false, p[0], p[1], p[2], p[3]};
+        }
+        if (jn.contains("fp8")) {
+          n.weight_scale = jn["fp8"].at("weight_scale").get<std::string>();
+          n.input_scale = jn["fp8"].at("input_scale").get<float>();
         }
       }
       g.add_node(std::move(n));
@@ -222,6 +234,10 @@ void Graph::validate(const WeightShapeFn& weight_shape) const {
                    "[graph] {}: bad padding", n.name);
         expect_weight(n, n.weight, {cout, n.kernel, n.kernel, cin / n.groups});
         if (!n.bias.empty()) expect_weight(n, n.bias, {cout});
+        if (n.fp8()) {
+          expect_weight(n, n.weight_scale, {cout});
+          KILN_CHECK(std::isfinite(n.input_scale) && n.input_scale > 0, "[graph] {}: bad FP8 input scale", n.name);
+        }
         break;
       case Op::Linear:
         expect_weight(n, n.weight, {cout, cin});

@@ -36,6 +36,11 @@ struct Node {
   Activation act = Activation::None;
   // Which group of layers this node belongs to when reporting time (stem, depthwise, ...).
   std::string group;
+  // FP8 E4M3 (conv2d only): the input is quantised per tensor with input_scale, the weight is
+  // stored as E4M3 values times weight_scale [out] (per output channel). Empty: not quantised.
+  std::string weight_scale;
+  float input_scale = 0.0f;
+  bool fp8() const { return !weight_scale.empty(); }
 };
 
 struct Value {
@@ -56,6 +61,8 @@ class Graph {
   int add_value(int channels, std::string name = {});
   void set_value_name(int value, std::string name) { values_.at(value).name = std::move(name); }
   void add_node(Node node);
+  // Changes a node's attributes (not its inputs or output); used by build-time rewrites.
+  void replace_node(int index, Node node);
   void set_input(int value) { input_ = value; }
   void set_output(int value) { output_ = value; }
 

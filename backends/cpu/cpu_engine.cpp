@@ -4,6 +4,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "core/error.h"
+#include "core/fp8.h"
 
 namespace kiln {
 
@@ -21,6 +22,14 @@ CpuEngine::CpuEngine(const Graph& graph, const WeightLookup& weights) : graph_(g
         WeightView w = weights(n.weight);
         int out = static_cast<int>(w.shape[0]), k = n.kernel, cin_g = static_cast<int>(w.shape[3]);
         int in = graph_.values()[n.inputs[0]].channels;
+        std::vector<float> dequantized;
+        if (n.fp8()) {  // FP8 weights are E4M3 values times a per-output-channel scale
+          WeightView scale = weights(n.weight_scale);
+          const size_t per_out = w.data.size() / out;
+          dequantized.resize(w.data.size());
+          for (size_t i = 0; i < dequantized.size(); ++i) dequantized[i] = w.data[i] * scale.data[i / per_out];
+          w.data = dequantized;
+        }
         if (k == 1 && n.stride == 1 && n.groups == 1 &&
             (n.pad.same || (n.pad.top == 0 && n.pad.left == 0 && n.pad.bottom == 0 &&
                             n.pad.right == 0))) {  // "same" padding of a 1x1 stride-1 conv is zero
@@ -129,6 +138,14 @@ void CpuEngine::execute(const float*, int batch, float* output) {
     const Dims& yd = plan_.dims[n.output];
     const float* x = arena_.data() + plan_.offset[n.inputs[0]];
     float* y = arena_.data() + plan_.offset[n.output];
+    const int64_t x_count = static_cast<int64_t>(batch) * xd.size();
+    if (observer_) observer_(static_cast<int>(i), x, x_count);
+    if (n.fp8()) {  // emulate the FP8 layer: its input rounded to E4M3 at the calibrated scale
+      fp8_input_.resize(x_count);
+      const float inv = 1.0f / n.input_scale;
+      for (int64_t e = 0; e < x_count; ++e) fp8_input_[e] = round_to_e4m3(x[e] * inv) * n.input_scale;
+      x = fp8_input_.data();
+    }
     const float* bias = l.bias.empty() ? nullptr : l.bias.data();
     switch (l.kind) {
       case Layer::Pointwise:

@@ -29,6 +29,11 @@ class CpuEngine : public Engine {
   int input_channels() const override { return graph_.values()[graph_.input()].channels; }
   int64_t activation_bytes() const override { return plan_.arena_elements * 4; }
 
+  // Called before each node runs with its first input (NHWC, batch x H x W x C floats):
+  // calibration collects activation statistics through it.
+  using Observer = std::function<void(int node, const float* input, int64_t count)>;
+  void set_observer(Observer observer) { observer_ = std::move(observer); }
+
  private:
   struct Layer {
     enum Kind { Pointwise, Depthwise, Direct, Pool, Linear, Scale, Add } kind;
@@ -43,6 +48,8 @@ class CpuEngine : public Engine {
   std::vector<float> arena_;
   int planned_batch_ = -1, planned_h_ = -1, planned_w_ = -1;
   std::set<int> planned_keep_;
+  Observer observer_;
+  std::vector<float> fp8_input_;  // an FP8 layer's input after quantisation
 };
 
 }  // namespace kiln

@@ -84,6 +84,7 @@ void CudaEngine::build_steps(const WeightLookup& weights) {
     s.act = to_cuda(n.act);
     switch (n.op) {
       case Op::Conv2d: {
+        if (n.fp8()) unsupported(n, "FP8 layers have no CUDA kernels yet; run this bundle with --device cpu");
         WeightView w = weights(n.weight);
         if (in == graph_.input()) {
           if (cout % 8 != 0 || n.groups != 1)

@@ -1,5 +1,6 @@
 // The timm EfficientNet family: builds efficientnet_b0..b4 and tf_efficientnet_b0..b4 from a
 // Hugging Face layout checkpoint (timm's state-dict names), folding batch norm into the convs.
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -74,6 +75,15 @@ class TimmEfficientNet : public Family {
  public:
   std::string name() const override { return "timm_efficientnet"; }
   std::vector<std::string> architectures() const override { return supported_architectures(); }
+
+  std::vector<std::pair<std::string, std::string>> recipes() const override {
+    std::vector<std::pair<std::string, std::string>> all = {
+#include "timm_efficientnet_recipes.inc"
+    };
+    // The seed study's recipe first: it is the default.
+    std::stable_partition(all.begin(), all.end(), [](const auto& r) { return r.first == "fp8-pointwise"; });
+    return all;
+  }
 
   ModelDefinition build(Checkpoint& ckpt) const override {
     const auto& cfg = ckpt.config();

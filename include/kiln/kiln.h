@@ -17,9 +17,13 @@ namespace kiln {
 
 struct BuildOptions {
   std::string revision;            // Hub revision (branch, tag or commit); empty: main
-  std::string precision = "fp32";  // fp32 or fp16 (weights stored in half precision)
+  std::string precision = "fp32";  // fp32, fp16 (weights in half precision) or fp8 (needs calibration)
   std::vector<int> batch_sizes = {1};
   std::string labels_file;  // optional: class names (JSON list/object or one per line)
+  // fp8: the recipe (a name the family ships, or a .json file; empty: the family's default),
+  // the calibration images, how many, and optionally a calibration method overriding the recipe's.
+  std::string recipe, calib, calib_method;
+  size_t calib_samples = 500;
 };
 
 struct BuildResult {
@@ -28,6 +32,9 @@ struct BuildResult {
   double seconds = 0;
   std::string planned_on;  // the GPU whose timings chose the kernels ("" without a GPU)
   double planning_seconds = 0;
+  std::string recipe;  // fp8: the recipe used
+  int fp8_layers = 0;  // fp8: how many layers it put in FP8
+  double calibration_seconds = 0;
 };
 
 // SOURCE: a local folder (Hugging Face layout, or a format a family imports), or a Hub id

@@ -1,0 +1,51 @@
+// FP8 E4M3 (the OCP "E4M3FN" format NVIDIA GPUs use): 1 sign, 4 exponent (bias 7), 3 mantissa
+// bits; no infinities, largest finite 448, subnormals down to 2^-9. Quantisation rounds to the
+// nearest representable value, ties to even, and saturates (as cuBLASLt's FP8 conversions with
+// saturation do). The CPU backend emulates FP8 layers with these functions.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace kiln {
+
+inline constexpr float kE4M3Max = 448.0f;
+
+// The nearest E4M3 value to x (ties to even), saturated to +-448; NaN stays NaN.
+inline float round_to_e4m3(float x) {
+  if (std::isnan(x)) return x;
+  const float a = std::fabs(x);
+  if (a >= kE4M3Max) return std::copysign(kE4M3Max, x);
+  int exp;
+  std::frexp(a, &exp);  // a = m * 2^exp, m in [0.5, 1)
+  // Spacing of representable values around a: 2^(exp-4) for normals (3 mantissa bits),
+  // 2^-9 for subnormals (exponent below -6, i.e. a < 2^-6).
+  const int e = exp - 1 < -6 ? -6 : exp - 1;
+  const float step = std::ldexp(1.0f, e - 3);
+  const float q = std::nearbyint(a / step) * step;  // default rounding mode: ties to even
+  return std::copysign(q > kE4M3Max ? kE4M3Max : q, x);
+}
+
+// Encodes an already representable value (round_to_e4m3's output) as the E4M3 byte.
+inline uint8_t encode_e4m3(float v) {
+  uint8_t sign = std::signbit(v) ? 0x80 : 0;
+  float a = std::fabs(v);
+  if (std::isnan(v)) return 0x7f;
+  if (a == 0.0f) return sign;
+  int exp;
+  std::frexp(a, &exp);
+  int e = exp - 1;
+  if (e < -6) return sign | static_cast<uint8_t>(std::lround(a / std::ldexp(1.0f, -9)));  // subnormal
+  int mant = static_cast<int>(std::lround((a / std::ldexp(1.0f, e) - 1.0f) * 8));
+  return sign | static_cast<uint8_t>(((e + 7) << 3) | mant);
+}
+
+inline float decode_e4m3(uint8_t b) {
+  const float sign = (b & 0x80) ? -1.0f : 1.0f;
+  const int e = (b >> 3) & 0xf, m = b & 7;
+  if (e == 0xf && m == 7) return NAN;
+  if (e == 0) return sign * std::ldexp(static_cast<float>(m), -9);
+  return sign * std::ldexp(1.0f + m / 8.0f, e - 7);
+}
+
+}  // namespace kiln

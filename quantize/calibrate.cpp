@@ -1,0 +1,146 @@
+#include "quantize/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backends/cpu/cpu_engine.h"
+#include "core/error.h"
+#include "core/fp8.h"
+#include "core/progress.h"
+#include "datasets/image_dataset.h"
+
+namespace kiln {
+
+namespace {
+
+float bin_value(size_t b) {  // the centre of a bin: its 13 top bits plus half of the rest
+  uint32_t bits = (static_cast<uint32_t>(b) << 18) | (1u << 17);
+  float v;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+}  // namespace
+
+void AbsHistogram::add(const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, 4);
+    bits &= 0x7fffffffu;
+    if (bits >= 0x7f800000u) continue;  // inf / NaN carry no range information
+    ++bins[bits >> 18];
+    float a;
+    std::memcpy(&a, &bits, 4);
+    max = std::max(max, a);
+  }
+}
+
+float AbsHistogram::clip(const std::string& method, double percentile) const {
+  if (max == 0.0f || method == "max") return max;
+  uint64_t total = 0;
+  for (auto c : bins) total += c;
+  if (method == "percentile") {
+    const double want = total * percentile / 100.0;
+    uint64_t seen = 0;
+    for (size_t b = 0; b < bins.size(); ++b) {
+      seen += bins[b];
+      if (seen >= want) return std::min(max, bin_value(b));
+    }
+    return max;
+  }
+  KILN_CHECK(method == "mse", "[calibrate] unknown method '{}'", method);
+  // The clip, among 96 candidates from max / 64 to max, with the least squared E4M3 error.
+  float best = max;
+  double best_err = INFINITY;
+  for (int i = 0; i <= 96; ++i) {
+    const float c = max * std::exp2(-6.0f * i / 96.0f);
+    const float scale = c / kE4M3Max;
+    double err = 0;
+    for (size_t b = 0; b < bins.size(); ++b) {
+      if (!bins[b]) continue;
+      const float v = bin_value(b);
+      const float q = round_to_e4m3(v / scale) * scale;
+      err += static_cast<double>(bins[b]) * (v - q) * (v - q);
+    }
+    if (err < best_err) {
+      best_err = err;
+      best = c;
+    }
+  }
+  return best;
+}
+
+std::map<int, float> calibrate_activations(const ModelDefinition& def, const std::vector<int>& nodes,
+                                           const classification::PreprocessConfig& pre, const QuantRecipe& recipe,
+                                           const CalibrationOptions& o) {
+  KILN_CHECK(o.samples > 0, "[calibrate] --calib-samples must be at least 1");
+  CpuEngine engine(def.graph, [&def](const std::string& name) {
+    const Tensor& t = def.weights.at(name);
+    return WeightView{t.shape, {t.data.data(), t.data.size()}};
+  });
+  std::map<int, AbsHistogram> hist;
+  for (int n : nodes) hist[n];
+  engine.set_observer([&](int node, const float* x, int64_t count) {
+    auto it = hist.find(node);
+    if (it != hist.end()) it->second.add(x, count);
+  });
+  auto dataset = open_image_dataset(o.data);
+  const size_t per = static_cast<size_t>(pre.channels) * pre.height * pre.width;
+  const int classes = engine.output_elements(pre.height, pre.width);
+  ProgressBar bar("calibrate", o.samples);
+  size_t done = 0;
+  LabeledImage item;
+  while (done < o.samples) {
+    std::vector<LabeledImage> items;
+    while (items.size() < static_cast<size_t>(o.batch) && done + items.size() < o.samples && dataset->next(item))
+      items.push_back(std::move(item));
+    if (items.empty()) break;
+    std::vector<float> input(per * items.size()), logits(items.size() * classes);
+    std::vector<std::string> errors(items.size());
+#pragma omp parallel for schedule(dynamic)
+    for (int i = 0; i < static_cast<int>(items.size()); ++i) {
+      try {
+        classification::preprocess(decode_image(items[i].bytes, items[i].key), pre, input.data() + i * per);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    }
+    for (const auto& e : errors) KILN_CHECK(e.empty(), "{}", e);
+    engine.run(input.data(), static_cast<int>(items.size()), pre.height, pre.width, logits.data());
+    done += items.size();
+    bar.update(done);
+  }
+  bar.finish();
+  KILN_CHECK(done > 0, "[calibrate] {} holds no images", o.data);
+  const std::string method = o.method.empty() ? recipe.calib_method : o.method;
+  std::map<int, float> clips;
+  for (const auto& [node, h] : hist) clips[node] = h.clip(method, recipe.percentile);
+  return clips;
+}
+
+void apply_fp8(ModelDefinition& def, const std::vector<int>& nodes, const std::map<int, float>& clips) {
+  Graph& g = def.graph;
+  for (int i : nodes) {
+    Node n = g.nodes().at(i);
+    KILN_CHECK(n.op == Op::Conv2d, "[quantize] {} is not a conv", n.name);
+    Tensor& w = def.weights.at(n.weight);
+    const int64_t out = w.dim(0), per_out = w.numel() / out;
+    Tensor scale({out});
+    for (int64_t o = 0; o < out; ++o) {
+      float amax = 0;
+      for (int64_t k = 0; k < per_out; ++k) amax = std::max(amax, std::fabs(w.data[o * per_out + k]));
+      scale.data[o] = amax > 0 ? amax / kE4M3Max : 1.0f;
+      for (int64_t k = 0; k < per_out; ++k)
+        w.data[o * per_out + k] = round_to_e4m3(w.data[o * per_out + k] / scale.data[o]);
+    }
+    n.weight_scale = n.weight + "_scale";
+    def.weights[n.weight_scale] = std::move(scale);
+    const float clip = clips.at(i);
+    n.input_scale = clip > 0 ? clip / kE4M3Max : 1.0f;
+    g.replace_node(i, n);
+  }
+  def.validate();
+}
+
+}  // namespace kiln

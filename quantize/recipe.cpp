@@ -1,0 +1,86 @@
+#include "quantize/recipe.h"
+
+#include <set>
+
+#include "core/error.h"
+
+namespace kiln {
+
+namespace {
+
+void only_keys(const nlohmann::json& j, const std::set<std::string>& allowed, const std::string& where) {
+  KILN_CHECK(j.is_object(), "[recipe] {}: expected an object", where);
+  for (auto& [k, v] : j.items()) KILN_CHECK(allowed.count(k), "[recipe] {}: unknown key '{}'", where, k);
+}
+
+}  // namespace
+
+QuantRecipe parse_recipe(const nlohmann::json& j, const std::string& where) {
+  QuantRecipe r;
+  try {
+    only_keys(j, {"name", "description", "format", "weights", "activations", "layers", "calibration"}, where);
+    r.name = j.at("name").get<std::string>();
+    r.description = j.value("description", std::string());
+    KILN_CHECK(j.value("format", std::string("e4m3")) == "e4m3", "[recipe] {}: only format e4m3 is supported", where);
+    KILN_CHECK(j.value("weights", std::string("per_output_channel")) == "per_output_channel",
+               "[recipe] {}: weights must be per_output_channel", where);
+    KILN_CHECK(j.value("activations", std::string("per_tensor_static")) == "per_tensor_static",
+               "[recipe] {}: activations must be per_tensor_static", where);
+    const auto& layers = j.at("layers");
+    KILN_CHECK(layers.is_array() && !layers.empty(), "[recipe] {}: 'layers' must be a non-empty list", where);
+    for (const auto& l : layers) {
+      only_keys(l, {"kind", "min_spatial", "channels"}, where + " layers");
+      QuantRule rule;
+      rule.kind = l.at("kind").get<std::string>();
+      KILN_CHECK(rule.kind == "pointwise" || rule.kind == "depthwise" || rule.kind == "conv",
+                 "[recipe] {}: layer kind '{}' is not pointwise, depthwise or conv", where, rule.kind);
+      rule.min_spatial = l.value("min_spatial", 1);
+      rule.channels = l.value("channels", std::string("any"));
+      KILN_CHECK(rule.channels == "any" || rule.channels == "expand" || rule.channels == "reduce",
+                 "[recipe] {}: channels '{}' is not any, expand or reduce", where, rule.channels);
+      KILN_CHECK(rule.min_spatial >= 1 && rule.min_spatial <= 4096, "[recipe] {}: bad min_spatial", where);
+      r.layers.push_back(rule);
+    }
+    if (j.contains("calibration")) {
+      const auto& c = j["calibration"];
+      only_keys(c, {"method", "percentile"}, where + " calibration");
+      r.calib_method = c.value("method", std::string("max"));
+      r.percentile = c.value("percentile", 99.99);
+    }
+    KILN_CHECK(r.calib_method == "max" || r.calib_method == "percentile" || r.calib_method == "mse",
+               "[recipe] {}: calibration method '{}' is not max, percentile or mse", where, r.calib_method);
+    KILN_CHECK(r.percentile > 50 && r.percentile <= 100, "[recipe] {}: percentile {} is out of (50, 100]", where,
+               r.percentile);
+  } catch (const nlohmann::json::exception& e) {
+    fail("[recipe] {}: {}", where, e.what());
+  }
+  r.source = j;
+  return r;
+}
+
+std::vector<int> select_fp8_nodes(const Graph& graph, const QuantRecipe& recipe, int height, int width) {
+  auto dims = graph.infer_dims(height, width);
+  std::vector<int> out;
+  const auto& nodes = graph.nodes();
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+    const Node& n = nodes[i];
+    if (n.op != Op::Conv2d || n.inputs[0] == graph.input()) continue;
+    const int cin = graph.values()[n.inputs[0]].channels, cout = graph.values()[n.output].channels;
+    const bool pointwise = n.kernel == 1 && n.groups == 1;
+    const bool depthwise = n.groups == cin && cin == cout;
+    const Dims& y = dims[n.output];
+    for (const auto& rule : recipe.layers) {
+      bool kind =
+          rule.kind == "conv" || (rule.kind == "pointwise" && pointwise) || (rule.kind == "depthwise" && depthwise);
+      kind = kind && (rule.channels == "any" || (rule.channels == "expand" && cout > cin) ||
+                      (rule.channels == "reduce" && cout < cin));
+      if (kind && y.h >= rule.min_spatial && y.w >= rule.min_spatial) {
+        out.push_back(i);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,140 @@
+// FP8 recipes, calibration and the CPU engine's FP8 emulation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "backends/cpu/cpu_engine.h"
+#include "bundle/bundle.h"
+#include "checkpoints/safetensors.h"
+#include "core/error.h"
+#include "core/fp8.h"
+#include "graph/family_registry.h"
+#include "quantize/calibrate.h"
+#include "quantize/recipe.h"
+#include "tests/test_support.h"
+
+namespace kiln {
+namespace {
+
+nlohmann::json seed_recipe() {
+  return {
+      {"name", "t"}, {"layers", {{{"kind", "pointwise"}, {"min_spatial", 2}}}}, {"calibration", {{"method", "max"}}}};
+}
+
+std::string recipe_error(const nlohmann::json& j) {
+  try {
+    parse_recipe(j, "t.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Recipe, ParsesAndRejectsBadInput) {
+  EXPECT_EQ(recipe_error(seed_recipe()), "");
+  auto r = seed_recipe();
+  r["layres"] = 1;
+  EXPECT_NE(recipe_error(r).find("unknown key 'layres'"), std::string::npos);
+  r = seed_recipe();
+  r["layers"] = nlohmann::json::array();
+  EXPECT_NE(recipe_error(r).find("non-empty"), std::string::npos);
+  r = seed_recipe();
+  r["layers"][0]["kind"] = "attention";
+  EXPECT_NE(recipe_error(r).find("'attention'"), std::string::npos);
+  r = seed_recipe();
+  r["calibration"]["method"] = "entropy";
+  EXPECT_NE(recipe_error(r).find("'entropy'"), std::string::npos);
+  r = seed_recipe();
+  r["layers"][0]["channels"] = "wider";
+  EXPECT_NE(recipe_error(r).find("'wider'"), std::string::npos);
+  r = seed_recipe();
+  r["format"] = "e5m2";
+  EXPECT_NE(recipe_error(r).find("e4m3"), std::string::npos);
+  r = seed_recipe();
+  r.erase("name");
+  EXPECT_NE(recipe_error(r).find("name"), std::string::npos);
+  EXPECT_NE(recipe_error(nlohmann::json::array()).find("object"), std::string::npos);
+}
+
+ModelDefinition b0() {
+  Checkpoint ckpt(test::data_path("checkpoints/efficientnet_b0.tfhub-transplant"));
+  return FamilyRegistry::instance().find_family("efficientnet_b0")->build(ckpt);
+}
+
+TEST(Recipe, TheFamilyRecipesSelectTheSeedStudysLayers) {
+  ModelDefinition def = b0();
+  const Family* family = FamilyRegistry::instance().find_family("efficientnet_b0");
+  auto recipes = family->recipes();
+  ASSERT_FALSE(recipes.empty());
+  EXPECT_EQ(recipes.front().first, "fp8-pointwise");
+  std::map<std::string, size_t> selected;
+  for (const auto& [name, text] : recipes)
+    selected[name] = select_fp8_nodes(def.graph, parse_recipe(nlohmann::json::parse(text), name), 224, 224).size();
+  EXPECT_EQ(selected["fp8-pointwise"], 32u);  // 15 expand, 16 project and the head conv: the seed study's 32
+  EXPECT_EQ(selected["fp8-pointwise-depthwise"], 32u + 16u);
+  EXPECT_EQ(selected["fp8-project"], 16u);
+}
+
+TEST(Calibration, HistogramClips) {
+  AbsHistogram h;
+  std::vector<float> x(100000);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> d;
+  for (auto& v : x) v = d(rng);
+  x[7] = 50.0f;  // one outlier
+  h.add(x.data(), x.size());
+  EXPECT_EQ(h.clip("max", 0), 50.0f);
+  float p = h.clip("percentile", 99.9);
+  EXPECT_GT(p, 3.0f);  // |N(0,1)| 99.9th percentile is 3.29
+  EXPECT_LT(p, 3.6f);
+  // E4M3 is floating point: a wide clip costs the bulk little precision, while clipping the
+  // outlier costs its whole squared excess, so the MSE clip stays at the maximum here.
+  EXPECT_EQ(h.clip("mse", 0), 50.0f);
+}
+
+TEST(Fp8, CalibratedB0StaysCloseToFp32OnTheCpu) {
+  ModelDefinition def = b0(), q = b0();
+  QuantRecipe recipe = parse_recipe(seed_recipe(), "seed");
+  auto nodes = select_fp8_nodes(q.graph, recipe, 224, 224);
+  auto pre = classification::PreprocessConfig::from_json(q.task_config["preprocess"]);
+  CalibrationOptions calib{test::data_path("data/imagenet-calib-500"), 24, "", 8};
+  apply_fp8(q, nodes, calibrate_activations(q, nodes, pre, recipe, calib));
+  int fp8 = 0;
+  for (const auto& n : q.graph.nodes()) {
+    if (!n.fp8()) continue;
+    ++fp8;
+    for (float v : q.weights.at(n.weight).data) ASSERT_EQ(round_to_e4m3(v), v) << n.name;
+  }
+  EXPECT_EQ(fp8, 32);
+  auto lookup = [](const ModelDefinition& m) {
+    return [&m](const std::string& name) {
+      const Tensor& t = m.weights.at(name);
+      return WeightView{t.shape, {t.data.data(), t.data.size()}};
+    };
+  };
+  // Through a bundle, so that F8_E4M3 storage is exercised too.
+  std::string path = test::binary_dir() + "/b0-fp8-test.bundle";
+  BuildInfo info;
+  info.precision = "fp8";
+  write_bundle(path, q, info);
+  auto bundle = Bundle::open(path);
+  EXPECT_EQ(bundle->tensor(q.graph.nodes()[nodes[0]].weight).dtype, "F8_E4M3");
+  CpuEngine ref(def.graph, lookup(def)), emu(bundle->graph(), bundle->weights());
+  SafetensorsFile inputs(test::data_path("reference/efficientnet_b0_timm_reference.safetensors"));
+  Tensor in = inputs.to_float("inputs");
+  std::vector<float> a(8000), b(8000);
+  ref.run(in.data.data(), 8, 224, 224, a.data());
+  emu.run(in.data.data(), 8, 224, 224, b.data());
+  double diff = test::max_abs_diff(a.data(), b.data(), a.size());
+  EXPECT_GT(diff, 1e-3) << "FP8 emulation changed nothing";
+  // Calibrated on 24 images only (to keep the test short): logits move, the ranking mostly not.
+  EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 0.2);
+  int same = 0;
+  for (int n = 0; n < 8; ++n)
+    same += test::top_indices(a.data() + n * 1000, 1000, 1) == test::top_indices(b.data() + n * 1000, 1000, 1);
+  EXPECT_GE(same, 7);
+}
+
+}  // namespace
+}  // namespace kiln
