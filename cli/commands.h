@@ -15,5 +15,6 @@ Command add_inspect(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_eval(CLI::App& app);
 Command add_run(CLI::App& app);
+Command add_study(CLI::App& app);
 
 }  // namespace kiln::cli

@@ -180,9 +180,38 @@ TEST(Cli, Fp16BundleRunsOnTheCpu) {
   EXPECT_GT(diff, 0.0) << "fp16 weights changed nothing: were they stored in half precision?";
 }
 
+TEST(Cli, StudyComparesRecipes) {
+  std::string out, dir = work_dir() + "/study";
+  fs::remove_all(dir);
+  ASSERT_EQ(
+      test::run_command(kiln_bin() + " study " + transplant() + " --recipes fp16,fp8-pointwise --device cpu --data " +
+                            test::data_path("data/imagenet-val-1300") + " --limit 16 --calib " +
+                            test::data_path("data/imagenet-calib-500") + " --calib-samples 8 --batch 1 -o " + dir,
+                        &out),
+      0)
+      << out;
+  auto j = nlohmann::json::parse(read_bytes(dir + "/study.json"));
+  ASSERT_EQ(j["rows"].size(), 2u);
+  EXPECT_EQ(j["reference"]["images"], 16);
+  for (const auto& row : j["rows"]) {
+    EXPECT_EQ(row["eval"]["images"], 16);
+    EXPECT_EQ(row["eval"]["nonfinite"], 0);
+    EXPECT_GE(row["stress"]["images"].get<int>(), 25);
+    EXPECT_EQ(row["stress"]["nonfinite"], 0) << row["recipe"];
+    EXPECT_GT(row["speed"]["ms"]["1"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(j["rows"][1]["build"]["fp8_layers"], 32);
+  EXPECT_GE(j["rows"][0]["eval"]["agreement"].get<double>(), 90.0);  // fp16 weights, fp32 math
+  EXPECT_NE(read_bytes(dir + "/study.md").find("| fp8-pointwise | cpu | 32 |"), std::string::npos);
+}
+
 TEST(Cli, UnsupportedPrecisionIsRefused) {
   expect_clean_failure("build " + transplant() + " -o " + work_dir() + "/fp8.bundle --precision fp8",
-                       "precision 'fp8'");
+                       "needs calibration images");
+  expect_clean_failure("build " + transplant() + " -o " + work_dir() +
+                           "/fp8.bundle --precision fp8 --recipe nope --calib " +
+                           test::data_path("data/imagenet-calib-500"),
+                       "no recipe 'nope'");
   expect_clean_failure("build " + transplant() + " -o " + work_dir() + "/b.bundle --batch 1,x", "--batch");
 }
 

@@ -132,8 +132,10 @@ ResampleFilter parse_resample_filter(const std::string& name) {
 }
 
 Image resize_pil(const Image& in, int out_w, int out_h, ResampleFilter filter) {
-  KILN_CHECK(out_w > 0 && out_h > 0 && out_w <= 16384 && out_h <= 16384, "[resize] bad target size {}x{}", out_w,
-             out_h);
+  // Extreme aspect ratios are legitimate (a 100x1 image becomes 25600x256 before the crop, as in
+  // Pillow); what is bounded is the total size.
+  KILN_CHECK(out_w > 0 && out_h > 0 && static_cast<int64_t>(out_w) * out_h <= (int64_t{1} << 28),
+             "[resize] target size {}x{} is out of range", out_w, out_h);
   if (out_w == in.width && out_h == in.height) return in;
   Coeffs vert = precompute(in.height, out_h, filter);
   // Pillow resamples only the rows the vertical pass will read.
