@@ -1,6 +1,7 @@
 #include "backends/engine.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "backends/cpu/cpu_engine.h"
 #include "core/error.h"
@@ -37,7 +38,13 @@ std::unique_ptr<Engine> make_engine(const std::string& device, const Graph& grap
     return make_cuda_engine(graph, weights, cuda_plan);
   }
   KILN_CHECK(device == "auto", "[engine] unknown device '{}' (cpu, cuda or auto)", device);
-  if (cuda_backend_available()) return make_cuda_engine(graph, weights, cuda_plan);
+  if (cuda_backend_available()) {
+    try {
+      return make_cuda_engine(graph, weights, cuda_plan);
+    } catch (const Error& e) {  // e.g. a layer the CUDA backend has no kernel for: say so, run on the CPU
+      std::fprintf(stderr, "kiln: note: %s; running on the CPU\n", e.what());
+    }
+  }
   return std::make_unique<CpuEngine>(graph, weights);
 }
 
