@@ -111,7 +111,7 @@ std::map<std::string, Tensor> CpuEngine::run_with_taps(const float* input, int b
       for (int p = 0; p < in.h * in.w; ++p)
         x[(static_cast<int64_t>(n) * in.h * in.w + p) * in.c + c] =
             input[(static_cast<int64_t>(n) * in.c + c) * in.h * in.w + p];
-  execute(input, batch, output);
+  execute(batch, output);
 
   std::map<std::string, Tensor> out;
   for (const auto& t : taps) {
@@ -129,7 +129,7 @@ std::map<std::string, Tensor> CpuEngine::run_with_taps(const float* input, int b
   return out;
 }
 
-void CpuEngine::execute(const float*, int batch, float* output) {
+void CpuEngine::execute(int batch, float* output) {
   const auto& nodes = graph_.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];

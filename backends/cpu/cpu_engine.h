@@ -40,7 +40,7 @@ class CpuEngine : public Engine {
     std::vector<float> weight, bias;
   };
   void prepare(int batch, int height, int width, const std::set<int>& keep);
-  void execute(const float* input, int batch, float* output);
+  void execute(int batch, float* output);  // the input is already in the arena
 
   Graph graph_;
   std::vector<Layer> layers_;
