@@ -49,13 +49,6 @@ std::vector<std::string> read_labels(const std::string& path) {
   return labels;
 }
 
-WeightLookup weights_of(const ModelDefinition& def) {
-  return [&def](const std::string& name) {
-    const Tensor& t = def.weights.at(name);
-    return WeightView{t.shape, {t.data.data(), t.data.size()}};
-  };
-}
-
 // A recipe by name from the model's family, or from a .json file; empty: the family's default.
 QuantRecipe load_recipe(const ModelDefinition& def, const std::string& name) {
   if (name.ends_with(".json")) return parse_recipe(read_json_file(name, "recipe"), name);
@@ -151,7 +144,7 @@ Status build(const std::string& source, const std::string& output_path, const Bu
     double planning_seconds = 0;
     if (options.precision == "fp16" && cuda_available()) {  // no FP8 CUDA kernels yet
       auto t0 = std::chrono::steady_clock::now();
-      auto engine = make_engine("cuda", def.graph, weights_of(def));
+      auto engine = make_engine("cuda", def.graph, def.weight_lookup());
       auto pre = def.task_config["preprocess"]["input_size"];
       for (int b : options.batch_sizes) engine->prepare(b, pre[1].get<int>(), pre[2].get<int>());
       info.plans["cuda"] = engine->export_plan();

@@ -13,14 +13,9 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/weights.h"
 
 namespace kiln {
-
-struct WeightView {
-  std::vector<int64_t> shape;
-  std::span<const float> data;
-};
-using WeightLookup = std::function<WeightView(const std::string&)>;
 
 class Engine {
  public:
@@ -47,6 +42,9 @@ class Engine {
   // engine on the same device model given them back skips its own tuning.
   virtual nlohmann::json export_plan() const { return nullptr; }
 };
+
+// Deterministic, non-zero input in [-1, 1) for timing and tuning (zeros can run faster than real data).
+void fill_benchmark_input(std::span<float> input);
 
 bool cuda_available();  // a CUDA build with a usable GPU
 // `plans` is a bundle's "plans" object ({"cuda": {...}}); backends use their own entry if any.

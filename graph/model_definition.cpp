@@ -10,4 +10,11 @@ void ModelDefinition::validate() const {
   });
 }
 
+WeightLookup ModelDefinition::weight_lookup() const {
+  return [this](const std::string& name) {
+    const Tensor& t = weights.at(name);
+    return WeightView{t.shape, {t.data.data(), t.data.size()}};
+  };
+}
+
 }  // namespace kiln

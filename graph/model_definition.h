@@ -10,6 +10,7 @@
 
 #include "core/tensor.h"
 #include "graph/graph.h"
+#include "graph/weights.h"
 
 namespace kiln {
 
@@ -24,6 +25,8 @@ struct ModelDefinition {
 
   // Checks the graph against the weights' shapes.
   void validate() const;
+  // The weights as engines read them; valid while this definition lives.
+  WeightLookup weight_lookup() const;
 };
 
 }  // namespace kiln

@@ -75,10 +75,7 @@ std::map<int, float> calibrate_activations(const ModelDefinition& def, const std
                                            const classification::PreprocessConfig& pre, const QuantRecipe& recipe,
                                            const CalibrationOptions& o) {
   KILN_CHECK(o.samples > 0, "[calibrate] --calib-samples must be at least 1");
-  CpuEngine engine(def.graph, [&def](const std::string& name) {
-    const Tensor& t = def.weights.at(name);
-    return WeightView{t.shape, {t.data.data(), t.data.size()}};
-  });
+  CpuEngine engine(def.graph, def.weight_lookup());
   std::map<int, AbsHistogram> hist;
   for (int n : nodes) hist[n];
   engine.set_observer([&](int node, const float* x, int64_t count) {

@@ -107,12 +107,6 @@ TEST(Fp8, CalibratedB0StaysCloseToFp32OnTheCpu) {
     for (float v : q.weights.at(n.weight).data) ASSERT_EQ(round_to_e4m3(v), v) << n.name;
   }
   EXPECT_EQ(fp8, 32);
-  auto lookup = [](const ModelDefinition& m) {
-    return [&m](const std::string& name) {
-      const Tensor& t = m.weights.at(name);
-      return WeightView{t.shape, {t.data.data(), t.data.size()}};
-    };
-  };
   // Through a bundle, so that F8_E4M3 storage is exercised too.
   std::string path = test::binary_dir() + "/b0-fp8-test.bundle";
   BuildInfo info;
@@ -120,7 +114,7 @@ TEST(Fp8, CalibratedB0StaysCloseToFp32OnTheCpu) {
   write_bundle(path, q, info);
   auto bundle = Bundle::open(path);
   EXPECT_EQ(bundle->tensor(q.graph.nodes()[nodes[0]].weight).dtype, "F8_E4M3");
-  CpuEngine ref(def.graph, lookup(def)), emu(bundle->graph(), bundle->weights());
+  CpuEngine ref(def.graph, def.weight_lookup()), emu(bundle->graph(), bundle->weights());
   SafetensorsFile inputs(test::data_path("reference/efficientnet_b0_timm_reference.safetensors"));
   Tensor in = inputs.to_float("inputs");
   std::vector<float> a(8000), b(8000);

@@ -18,13 +18,6 @@ namespace {
 #define REQUIRE_GPU() \
   if (!cuda_available()) GTEST_SKIP() << "no usable CUDA GPU here; run the gpu-labelled tests on a GPU machine"
 
-WeightLookup lookup(const ModelDefinition& def) {
-  return [&def](const std::string& name) {
-    const Tensor& t = def.weights.at(name);
-    return WeightView{t.shape, {t.data.data(), t.data.size()}};
-  };
-}
-
 // Builds graphs node by node with random weights.
 class GraphMaker {
  public:
@@ -101,8 +94,8 @@ class GraphMaker {
 
 // Runs both engines on the same random input; returns the relative L2 error of CUDA vs CPU.
 double compare(const ModelDefinition& def, int batch, int h, int w, double* max_abs = nullptr) {
-  auto cpu = make_engine("cpu", def.graph, lookup(def));
-  auto gpu = make_engine("cuda", def.graph, lookup(def));
+  auto cpu = make_engine("cpu", def.graph, def.weight_lookup());
+  auto gpu = make_engine("cuda", def.graph, def.weight_lookup());
   std::mt19937 rng(batch * 131 + h);
   std::normal_distribution<float> d;
   std::vector<float> input(static_cast<size_t>(batch) * def.graph.values()[def.graph.input()].channels * h * w);
@@ -198,7 +191,7 @@ TEST(CudaEngine, EveryGemmVariantMatchesCpu) {
   y = g.simple(Op::GlobalAvgPool, {y});
   y = g.linear(y, 24, Activation::None);
   g.finish(y);
-  auto probe = make_engine("cuda", g.def.graph, lookup(g.def));
+  auto probe = make_engine("cuda", g.def.graph, g.def.weight_lookup());
   probe->prepare(2, 19, 17);
   nlohmann::json plan = probe->export_plan();
   const size_t gemms = plan["batches"]["2"]["gemm"].size();
@@ -206,8 +199,8 @@ TEST(CudaEngine, EveryGemmVariantMatchesCpu) {
   for (const char* variant : {"wmma_64x64", "wmma_128x64", "wmma_64x32", "wmma_32x64", "wmma_128x64_w8",
                               "wmma_64x128_w8", "wmma_32x64_k4", "wmma_32x64_k8"}) {
     plan["batches"]["2"]["gemm"] = std::vector<std::string>(gemms, variant);
-    auto cpu = make_engine("cpu", g.def.graph, lookup(g.def));
-    auto gpu = make_engine("cuda", g.def.graph, lookup(g.def), {{"cuda", plan}});
+    auto cpu = make_engine("cpu", g.def.graph, g.def.weight_lookup());
+    auto gpu = make_engine("cuda", g.def.graph, g.def.weight_lookup(), {{"cuda", plan}});
     std::vector<float> input(2 * 3 * 19 * 17), a(2 * 24), b(2 * 24, std::nanf(""));
     std::mt19937 rng(3);
     std::normal_distribution<float> dist;
@@ -228,8 +221,8 @@ TEST(CudaEngine, EfficientNetB0MatchesCpuOnReferenceInputs) {
   REQUIRE_GPU();
   ModelDefinition def = b0();
   SafetensorsFile ref(test::data_path("reference/efficientnet_b0_timm_reference.safetensors"));
-  auto cpu = make_engine("cpu", def.graph, lookup(def));
-  auto gpu = make_engine("cuda", def.graph, lookup(def));
+  auto cpu = make_engine("cpu", def.graph, def.weight_lookup());
+  auto gpu = make_engine("cuda", def.graph, def.weight_lookup());
   for (const char* name : {"inputs", "stress_inputs"}) {
     Tensor in = ref.to_float(name);
     int batch = static_cast<int>(in.dim(0));
@@ -241,10 +234,11 @@ TEST(CudaEngine, EfficientNetB0MatchesCpuOnReferenceInputs) {
                 test::rel_l2(b.data(), a.data(), a.size()));
     for (float v : b) ASSERT_TRUE(std::isfinite(v)) << name;
     EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 1e-2) << name;
-    if (std::string(name) == "inputs")
+    if (std::string(name) == "inputs") {
       for (int n = 0; n < batch; ++n)
         EXPECT_EQ(test::top_indices(a.data() + n * 1000, 1000, 1), test::top_indices(b.data() + n * 1000, 1000, 1))
             << n;
+    }
   }
 }
 
@@ -253,7 +247,7 @@ TEST(CudaEngine, BatchesAgreeWithSingleImages) {
   ModelDefinition def = b0();
   SafetensorsFile ref(test::data_path("reference/efficientnet_b0_timm_reference.safetensors"));
   Tensor in = ref.to_float("inputs");
-  auto gpu = make_engine("cuda", def.graph, lookup(def));
+  auto gpu = make_engine("cuda", def.graph, def.weight_lookup());
   std::vector<float> all(8 * 1000), one(1000);
   gpu->run(in.data.data(), 8, 224, 224, all.data());
   for (int n = 0; n < 8; ++n) {

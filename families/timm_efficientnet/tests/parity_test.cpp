@@ -19,13 +19,6 @@ ModelDefinition define(const std::string& checkpoint) {
   return family->build(ckpt);
 }
 
-WeightLookup lookup(const ModelDefinition& def) {
-  return [&def](const std::string& name) {
-    const Tensor& t = def.weights.at(name);
-    return WeightView{t.shape, {t.data.data(), t.data.size()}};
-  };
-}
-
 struct Case {
   const char* checkpoint;
   const char* arch;
@@ -36,7 +29,7 @@ class LogitParity : public ::testing::TestWithParam<Case> {};
 TEST_P(LogitParity, MatchesTimmOnImagesAndStressInputs) {
   SafetensorsFile ref(test::data_path(kReference));
   ModelDefinition def = define(GetParam().checkpoint);
-  CpuEngine engine(def.graph, lookup(def));
+  CpuEngine engine(def.graph, def.weight_lookup());
   for (const auto& [input_name, logits_name] :
        {std::pair{"inputs", std::string(GetParam().arch) + ".logits"},
         std::pair{"stress_inputs", std::string(GetParam().arch) + ".stress_logits"}}) {
@@ -62,7 +55,7 @@ INSTANTIATE_TEST_SUITE_P(SharedCheckpoints, LogitParity,
 TEST(StageParity, EfficientNetB0StagesMatchTimm) {
   SafetensorsFile ref(test::data_path(kReference));
   ModelDefinition def = define("efficientnet_b0.tfhub-transplant");
-  CpuEngine engine(def.graph, lookup(def));
+  CpuEngine engine(def.graph, def.weight_lookup());
   Tensor input = ref.to_float("inputs");
   std::vector<std::string> taps = {"stem_out", "head_out"};
   for (int s = 0; s < 7; ++s) taps.push_back("blocks." + std::to_string(s));

