@@ -14,10 +14,14 @@ std::unique_ptr<Engine> make_cuda_engine(const Graph& graph, const WeightLookup&
 
 bool cuda_available() { return cuda_backend_available(); }
 
+void fill_benchmark_input(std::span<float> input) {
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+}
+
 std::vector<double> Engine::benchmark(int batch, int height, int width, int warmup, int samples, int calls_per_sample) {
   std::vector<float> input(static_cast<size_t>(batch) * input_channels() * height * width);
   std::vector<float> output(static_cast<size_t>(batch) * output_elements(height, width));
-  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+  fill_benchmark_input(input);
   for (int i = 0; i < warmup; ++i) run(input.data(), batch, height, width, output.data());
   std::vector<double> ms;
   for (int s = 0; s < samples; ++s) {

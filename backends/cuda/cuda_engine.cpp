@@ -250,7 +250,7 @@ void CudaEngine::tune(int batch, BatchPlan& plan) {
   // tile variant of each GEMM in place and keep the fastest.
   const Dims& in = plan.memory.dims[graph_.input()];
   std::vector<float> host(static_cast<size_t>(batch) * in.size());
-  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+  fill_benchmark_input(host);
   KILN_CUDA_CHECK(cudaMemcpyAsync(input_, host.data(), host.size() * 4, cudaMemcpyHostToDevice, stream_));
   enqueue(batch, plan, stream_);
   cudaEvent_t start, stop;
@@ -348,7 +348,7 @@ std::vector<double> CudaEngine::benchmark(int batch, int height, int width, int 
                                           int calls_per_sample) {
   prepare(batch, height, width);
   std::vector<float> host(static_cast<size_t>(batch) * input_channels() * height * width);
-  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+  fill_benchmark_input(host);
   KILN_CUDA_CHECK(cudaMemcpyAsync(input_, host.data(), host.size() * 4, cudaMemcpyHostToDevice, stream_));
   for (int i = 0; i < warmup; ++i) replay(batch, stream_);
   cudaEvent_t start, stop;
