@@ -2,7 +2,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <sstream>
 
 #include "bundle/bundle.h"
 #include "cli/commands.h"
@@ -18,23 +17,6 @@ double percentile(std::vector<double> v, double p) {
   size_t lo = static_cast<size_t>(pos);
   size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (v[hi] - v[lo]) * (pos - lo);
-}
-
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) {
-    size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || v < 1 || v > 4096) throw std::runtime_error("[bench] bad batch size '" + item + "'");
-    out.push_back(v);
-  }
-  return out;
 }
 
 }  // namespace
@@ -58,6 +40,7 @@ Command add_bench(CLI::App& app) {
   cmd->add_flag("--profile", args->profile, "Also report kernel time per layer group");
   cmd->add_flag("--plan", args->plan, "Also list the kernels and the GEMM tile chosen for each");
   return [args] {
+    const std::vector<int> batches = parse_batch_list(args->batch, "bench");
     auto bundle = Bundle::open(args->bundle);
     classification::ImageClassifier model(bundle, args->device);
     Engine& engine = model.engine();
@@ -69,7 +52,7 @@ Command add_bench(CLI::App& app) {
                  bundle->manifest()["model"].value("architecture", ""), bundle->manifest().value("precision", ""),
                  engine.device(), pre.width, pre.height, args->iters, calls, "batch", "median ms", "p10 ms", "p90 ms",
                  "min ms", "images/s", "act. MiB");
-    for (int batch : parse_list(args->batch)) {
+    for (int batch : batches) {
       engine.prepare(batch, pre.height, pre.width);
       auto ms = engine.benchmark(batch, pre.height, pre.width, args->warmup, args->iters, calls);
       double median = percentile(ms, 0.5);

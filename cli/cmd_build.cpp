@@ -1,28 +1,9 @@
 #include <fmt/format.h>
 
-#include <sstream>
-
 #include "cli/commands.h"
 #include "kiln/kiln.h"
 
 namespace kiln::cli {
-
-namespace {
-std::vector<int> parse_batches(const std::string& s) {
-  std::vector<int> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) {
-    try {
-      size_t used = 0;
-      out.push_back(std::stoi(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      throw std::runtime_error("[build] --batch takes a comma-separated list of integers, got '" + s + "'");
-    }
-  }
-  return out;
-}
-}  // namespace
 
 Command add_build(CLI::App& app) {
   auto* cmd = app.add_subcommand("build", "Build a checkpoint (folder, Hub id or cached Hub id) into a .bundle");
@@ -49,7 +30,7 @@ Command add_build(CLI::App& app) {
     BuildOptions o;
     o.revision = args->revision;
     o.precision = args->precision;
-    o.batch_sizes = parse_batches(args->batch);
+    o.batch_sizes = parse_batch_list(args->batch, "build");
     o.labels_file = args->labels;
     o.recipe = args->recipe;
     o.calib = args->calib;

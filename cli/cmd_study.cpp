@@ -24,18 +24,10 @@ Command add_study(CLI::App& app) {
   cmd->add_option("--device", o->device, "cpu, cuda, or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_option("-o,--out", o->out_dir, "Folder for the bundles, study.md and study.json")->required();
   return [o, recipes, batches] {
-    std::stringstream rs(*recipes), bs(*batches);
+    std::stringstream rs(*recipes);
     for (std::string r; std::getline(rs, r, ',');)
       if (!r.empty()) o->recipes.push_back(r);
-    o->batches.clear();
-    for (std::string b; std::getline(bs, b, ',');) {
-      try {
-        o->batches.push_back(std::stoi(b));
-      } catch (const std::exception&) {
-        throw std::runtime_error("[study] --batch takes integers, got '" + b + "'");
-      }
-      if (o->batches.back() < 1 || o->batches.back() > 4096) throw std::runtime_error("[study] bad batch size " + b);
-    }
+    o->batches = parse_batch_list(*batches, "study");
     classification::run_study(*o);
     std::ifstream md(o->out_dir + "/study.md");
     fmt::print("{}", std::string(std::istreambuf_iterator<char>(md), std::istreambuf_iterator<char>()));

@@ -4,10 +4,15 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace kiln::cli {
 
 using Command = std::function<int()>;  // returns the exit status
+
+// "1,32,128" -> {1, 32, 128}; each from 1 to 4096. Throws "[command] --batch ..." otherwise.
+std::vector<int> parse_batch_list(const std::string& text, const char* command);
 
 Command add_build(CLI::App& app);
 Command add_classify(CLI::App& app);
