@@ -125,11 +125,11 @@ Status build(const std::string& source, const std::string& output_path, const Bu
       QuantRecipe recipe = load_recipe(def, options.recipe);
       recipe_name = recipe.name;
       auto pre = classification::PreprocessConfig::from_json(def.task_config.at("preprocess"));
-      auto nodes = select_fp8_nodes(def.graph, recipe, pre.height, pre.width);
-      KILN_CHECK(!nodes.empty(), "[build] recipe {} selects no layer of {}", recipe.name, def.architecture);
+      auto layers = select_fp8_layers(def.graph, recipe, pre.height, pre.width);
+      KILN_CHECK(!layers.empty(), "[build] recipe {} selects no layer of {}", recipe.name, def.architecture);
       CalibrationOptions calib{options.calib, options.calib_samples, options.calib_method};
-      apply_fp8(def, nodes, calibrate_activations(def, nodes, pre, recipe, calib));
-      fp8_layers = static_cast<int>(nodes.size());
+      apply_fp8(def, layers, calibrate_activations(def, node_indices(layers), pre, recipe, calib));
+      fp8_layers = static_cast<int>(layers.size());
       info.options["quantization"] = {
           {"recipe", recipe.source},
           {"calibration",

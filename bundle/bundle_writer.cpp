@@ -46,7 +46,7 @@ uint64_t write_bundle(const std::string& path, const ModelDefinition& def, const
              "[bundle] unknown precision '{}'", info.precision);
   std::set<std::string> fp8_weights;  // weights of FP8 layers hold E4M3 values: stored as one byte each
   for (const auto& n : def.graph.nodes())
-    if (n.fp8()) fp8_weights.insert(n.weight);
+    if (n.fp8_weights()) fp8_weights.insert(n.weight);
   for (const auto& [name, t] : def.weights) {
     // fp16 and fp8 bundles store other weights in half precision; biases and scales stay fp32.
     const bool e4m3 = fp8_weights.count(name) != 0;

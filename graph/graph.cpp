@@ -146,7 +146,8 @@ nlohmann::json Graph::to_json() const {
         jn["pad"] = "same";
       else
         jn["pad"] = {n.pad.top, n.pad.left, n.pad.bottom, n.pad.right};
-      if (n.fp8()) jn["fp8"] = {{"weight_scale", n.weight_scale}, {"input_scale", n.input_scale}};
+      if (n.fp8_input()) jn["fp8"] = {{"input_scale", n.input_scale}};
+      if (n.fp8_weights()) jn["fp8"]["weight_scale"] = n.weight_scale;
     }
     nodes.push_back(jn);
   }
@@ -188,8 +189,9 @@ Graph Graph::from_json(const nlohmann::json& j, const WeightShapeFn& weight_shap
           n.pad = {false, p[0], p[1], p[2], p[3]};
         }
         if (jn.contains("fp8")) {
-          n.weight_scale = jn["fp8"].at("weight_scale").get<std::string>();
           n.input_scale = jn["fp8"].at("input_scale").get<float>();
+          KILN_CHECK(n.input_scale > 0, "[graph] {}: bad FP8 input scale", n.name);  // 0 would mean "not FP8"
+          n.weight_scale = jn["fp8"].value("weight_scale", std::string());
         }
       }
       g.add_node(std::move(n));
@@ -234,9 +236,10 @@ void Graph::validate(const WeightShapeFn& weight_shape) const {
                    "[graph] {}: bad padding", n.name);
         expect_weight(n, n.weight, {cout, n.kernel, n.kernel, cin / n.groups});
         if (!n.bias.empty()) expect_weight(n, n.bias, {cout});
-        if (n.fp8()) {
+        KILN_CHECK(std::isfinite(n.input_scale) && n.input_scale >= 0, "[graph] {}: bad FP8 input scale", n.name);
+        if (n.fp8_weights()) {
+          KILN_CHECK(n.fp8_input(), "[graph] {}: FP8 weights need an FP8 input scale", n.name);
           expect_weight(n, n.weight_scale, {cout});
-          KILN_CHECK(std::isfinite(n.input_scale) && n.input_scale > 0, "[graph] {}: bad FP8 input scale", n.name);
         }
         break;
       case Op::Linear:

@@ -36,11 +36,13 @@ struct Node {
   Activation act = Activation::None;
   // Which group of layers this node belongs to when reporting time (stem, depthwise, ...).
   std::string group;
-  // FP8 E4M3 (conv2d only): the input is quantised per tensor with input_scale, the weight is
-  // stored as E4M3 values times weight_scale [out] (per output channel). Empty: not quantised.
+  // FP8 E4M3 (conv2d only): input_scale > 0: the input, as the fp16 tensor layers exchange, is
+  // rounded to E4M3 per tensor at that scale. weight_scale set (only with an FP8 input): the
+  // weight is stored as E4M3 values times weight_scale [out] (per output channel).
   std::string weight_scale;
   float input_scale = 0.0f;
-  bool fp8() const { return !weight_scale.empty(); }
+  bool fp8_input() const { return input_scale > 0; }
+  bool fp8_weights() const { return !weight_scale.empty(); }
 };
 
 struct Value {

@@ -116,11 +116,18 @@ std::map<int, float> calibrate_activations(const ModelDefinition& def, const std
   return clips;
 }
 
-void apply_fp8(ModelDefinition& def, const std::vector<int>& nodes, const std::map<int, float>& clips) {
+void apply_fp8(ModelDefinition& def, const std::vector<Fp8Layer>& layers, const std::map<int, float>& clips) {
   Graph& g = def.graph;
-  for (int i : nodes) {
+  for (const auto& layer : layers) {
+    const int i = layer.node;
     Node n = g.nodes().at(i);
     KILN_CHECK(n.op == Op::Conv2d, "[quantize] {} is not a conv", n.name);
+    const float clip = clips.at(i);
+    n.input_scale = clip > 0 ? clip / kE4M3Max : 1.0f;
+    if (!layer.weights) {
+      g.replace_node(i, n);
+      continue;
+    }
     Tensor& w = def.weights.at(n.weight);
     const int64_t out = w.dim(0), per_out = w.numel() / out;
     Tensor scale({out});
@@ -133,8 +140,6 @@ void apply_fp8(ModelDefinition& def, const std::vector<int>& nodes, const std::m
     }
     n.weight_scale = n.weight + "_scale";
     def.weights[n.weight_scale] = std::move(scale);
-    const float clip = clips.at(i);
-    n.input_scale = clip > 0 ? clip / kE4M3Max : 1.0f;
     g.replace_node(i, n);
   }
   def.validate();

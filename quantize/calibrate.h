@@ -34,8 +34,8 @@ struct AbsHistogram {
   float clip(const std::string& method, double percentile) const;
 };
 
-// Turns the nodes into FP8 layers: weights become E4M3 values with per-output-channel scales
-// (amax / 448), inputs get scale clip / 448.
-void apply_fp8(ModelDefinition& def, const std::vector<int>& nodes, const std::map<int, float>& clips);
+// Turns the nodes into FP8 layers: inputs get scale clip / 448; weights (where the layer says so)
+// become E4M3 values with per-output-channel scales amax / 448.
+void apply_fp8(ModelDefinition& def, const std::vector<Fp8Layer>& layers, const std::map<int, float>& clips);
 
 }  // namespace kiln

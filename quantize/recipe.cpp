@@ -29,7 +29,7 @@ QuantRecipe parse_recipe(const nlohmann::json& j, const std::string& where) {
     const auto& layers = j.at("layers");
     KILN_CHECK(layers.is_array() && !layers.empty(), "[recipe] {}: 'layers' must be a non-empty list", where);
     for (const auto& l : layers) {
-      only_keys(l, {"kind", "min_spatial", "channels"}, where + " layers");
+      only_keys(l, {"kind", "min_spatial", "channels", "quantize"}, where + " layers");
       QuantRule rule;
       rule.kind = l.at("kind").get<std::string>();
       KILN_CHECK(rule.kind == "pointwise" || rule.kind == "depthwise" || rule.kind == "conv",
@@ -38,6 +38,10 @@ QuantRecipe parse_recipe(const nlohmann::json& j, const std::string& where) {
       rule.channels = l.value("channels", std::string("any"));
       KILN_CHECK(rule.channels == "any" || rule.channels == "expand" || rule.channels == "reduce",
                  "[recipe] {}: channels '{}' is not any, expand or reduce", where, rule.channels);
+      const std::string quantize = l.value("quantize", std::string("input_and_weights"));
+      KILN_CHECK(quantize == "input_and_weights" || quantize == "input",
+                 "[recipe] {}: quantize '{}' is not input_and_weights or input", where, quantize);
+      rule.weights = quantize == "input_and_weights";
       KILN_CHECK(rule.min_spatial >= 1 && rule.min_spatial <= 4096, "[recipe] {}: bad min_spatial", where);
       r.layers.push_back(rule);
     }
@@ -58,9 +62,9 @@ QuantRecipe parse_recipe(const nlohmann::json& j, const std::string& where) {
   return r;
 }
 
-std::vector<int> select_fp8_nodes(const Graph& graph, const QuantRecipe& recipe, int height, int width) {
+std::vector<Fp8Layer> select_fp8_layers(const Graph& graph, const QuantRecipe& recipe, int height, int width) {
   auto dims = graph.infer_dims(height, width);
-  std::vector<int> out;
+  std::vector<Fp8Layer> out;
   const auto& nodes = graph.nodes();
   for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
     const Node& n = nodes[i];
@@ -75,11 +79,17 @@ std::vector<int> select_fp8_nodes(const Graph& graph, const QuantRecipe& recipe,
       kind = kind && (rule.channels == "any" || (rule.channels == "expand" && cout > cin) ||
                       (rule.channels == "reduce" && cout < cin));
       if (kind && y.h >= rule.min_spatial && y.w >= rule.min_spatial) {
-        out.push_back(i);
+        out.push_back({i, rule.weights});
         break;
       }
     }
   }
+  return out;
+}
+
+std::vector<int> node_indices(const std::vector<Fp8Layer>& layers) {
+  std::vector<int> out;
+  for (const auto& l : layers) out.push_back(l.node);
   return out;
 }
 

@@ -3,7 +3,8 @@
 //
 //   {"name": "fp8-pointwise", "description": "...", "format": "e4m3",
 //    "weights": "per_output_channel", "activations": "per_tensor_static",
-//    "layers": [{"kind": "pointwise", "min_spatial": 2, "channels": "any" | "expand" | "reduce"}],
+//    "layers": [{"kind": "pointwise", "min_spatial": 2, "channels": "any" | "expand" | "reduce",
+//                "quantize": "input_and_weights" | "input"}],
 //    "calibration": {"method": "max" | "percentile" | "mse", "percentile": 99.99}}
 #pragma once
 
@@ -20,6 +21,7 @@ struct QuantRule {
   std::string kind;              // "pointwise" (1x1, groups 1), "depthwise" (groups = channels), "conv" (any conv2d)
   int min_spatial = 1;           // only layers whose output map is at least this many pixels on each side
   std::string channels = "any";  // "expand": out > in channels; "reduce": out < in; "any"
+  bool weights = true;           // "quantize": "input" keeps the weights in higher precision
 };
 
 struct QuantRecipe {
@@ -31,7 +33,13 @@ struct QuantRecipe {
 };
 
 QuantRecipe parse_recipe(const nlohmann::json& j, const std::string& where);
-// Indices of the conv2d nodes the recipe puts in FP8, for an input of height x width.
-std::vector<int> select_fp8_nodes(const Graph& graph, const QuantRecipe& recipe, int height, int width);
+// A conv2d node the recipe puts in FP8: its input always, its weights unless the rule says "input".
+struct Fp8Layer {
+  int node = -1;
+  bool weights = true;
+};
+// The layers the recipe selects, in graph order, for an input of height x width.
+std::vector<Fp8Layer> select_fp8_layers(const Graph& graph, const QuantRecipe& recipe, int height, int width);
+std::vector<int> node_indices(const std::vector<Fp8Layer>& layers);
 
 }  // namespace kiln

@@ -1,6 +1,7 @@
 // FP8 recipes, calibration and the CPU engine's FP8 emulation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -49,6 +50,9 @@ TEST(Recipe, ParsesAndRejectsBadInput) {
   r["layers"][0]["channels"] = "wider";
   EXPECT_NE(recipe_error(r).find("'wider'"), std::string::npos);
   r = seed_recipe();
+  r["layers"][0]["quantize"] = "output";
+  EXPECT_NE(recipe_error(r).find("'output'"), std::string::npos);
+  r = seed_recipe();
   r["format"] = "e5m2";
   EXPECT_NE(recipe_error(r).find("e4m3"), std::string::npos);
   r = seed_recipe();
@@ -70,10 +74,42 @@ TEST(Recipe, TheFamilyRecipesSelectTheSeedStudysLayers) {
   EXPECT_EQ(recipes.front().first, "fp8-pointwise");
   std::map<std::string, size_t> selected;
   for (const auto& [name, text] : recipes)
-    selected[name] = select_fp8_nodes(def.graph, parse_recipe(nlohmann::json::parse(text), name), 224, 224).size();
+    selected[name] = select_fp8_layers(def.graph, parse_recipe(nlohmann::json::parse(text), name), 224, 224).size();
   EXPECT_EQ(selected["fp8-pointwise"], 32u);  // 15 expand, 16 project and the head conv: the seed study's 32
   EXPECT_EQ(selected["fp8-pointwise-depthwise"], 32u + 16u);
   EXPECT_EQ(selected["fp8-project"], 16u);
+  // fp8-e4m3-expanded: the 32 pointwise convs, and the 16 depthwise convs' inputs only.
+  EXPECT_EQ(selected["fp8-e4m3-expanded"], 48u);
+  std::string text;
+  for (const auto& [name, t] : recipes)
+    if (name == "fp8-e4m3-expanded") text = t;
+  auto expanded = select_fp8_layers(def.graph, parse_recipe(nlohmann::json::parse(text), "e"), 224, 224);
+  EXPECT_EQ(std::count_if(expanded.begin(), expanded.end(), [](const Fp8Layer& l) { return !l.weights; }), 16);
+}
+
+TEST(Fp8, InputOnlyLayersKeepTheirWeightsAndSurviveABundle) {
+  ModelDefinition def = b0();
+  const Graph& g = def.graph;
+  int dw = -1;
+  for (int i = 0; i < static_cast<int>(g.nodes().size()) && dw < 0; ++i)
+    if (g.nodes()[i].op == Op::Conv2d && g.nodes()[i].groups > 1) dw = i;
+  ASSERT_GE(dw, 0);
+  const std::vector<float> before = def.weights.at(g.nodes()[dw].weight).data;
+  apply_fp8(def, {{dw, false}}, {{dw, 3.5f}});
+  const Node& n = def.graph.nodes()[dw];
+  EXPECT_TRUE(n.fp8_input());
+  EXPECT_FALSE(n.fp8_weights());
+  EXPECT_FLOAT_EQ(n.input_scale, 3.5f / 448);
+  EXPECT_EQ(def.weights.at(n.weight).data, before);
+  std::string path = test::binary_dir() + "/b0-fp8-input-only.bundle";
+  BuildInfo info;
+  info.precision = "fp8";
+  write_bundle(path, def, info);
+  auto bundle = Bundle::open(path);
+  const Node& m = bundle->graph().nodes()[dw];
+  EXPECT_FLOAT_EQ(m.input_scale, n.input_scale);
+  EXPECT_FALSE(m.fp8_weights());
+  EXPECT_EQ(bundle->tensor(m.weight).dtype, "F16");
 }
 
 TEST(Calibration, HistogramClips) {
@@ -96,13 +132,13 @@ TEST(Calibration, HistogramClips) {
 TEST(Fp8, CalibratedB0StaysCloseToFp32OnTheCpu) {
   ModelDefinition def = b0(), q = b0();
   QuantRecipe recipe = parse_recipe(seed_recipe(), "seed");
-  auto nodes = select_fp8_nodes(q.graph, recipe, 224, 224);
+  auto layers = select_fp8_layers(q.graph, recipe, 224, 224);
   auto pre = classification::PreprocessConfig::from_json(q.task_config["preprocess"]);
   CalibrationOptions calib{test::data_path("data/imagenet-calib-500"), 24, "", 8};
-  apply_fp8(q, nodes, calibrate_activations(q, nodes, pre, recipe, calib));
+  apply_fp8(q, layers, calibrate_activations(q, node_indices(layers), pre, recipe, calib));
   int fp8 = 0;
   for (const auto& n : q.graph.nodes()) {
-    if (!n.fp8()) continue;
+    if (!n.fp8_weights()) continue;
     ++fp8;
     for (float v : q.weights.at(n.weight).data) ASSERT_EQ(round_to_e4m3(v), v) << n.name;
   }
@@ -113,7 +149,7 @@ TEST(Fp8, CalibratedB0StaysCloseToFp32OnTheCpu) {
   info.precision = "fp8";
   write_bundle(path, q, info);
   auto bundle = Bundle::open(path);
-  EXPECT_EQ(bundle->tensor(q.graph.nodes()[nodes[0]].weight).dtype, "F8_E4M3");
+  EXPECT_EQ(bundle->tensor(q.graph.nodes()[layers[0].node].weight).dtype, "F8_E4M3");
   CpuEngine ref(def.graph, def.weight_lookup()), emu(bundle->graph(), bundle->weights());
   SafetensorsFile inputs(test::data_path("reference/efficientnet_b0_timm_reference.safetensors"));
   Tensor in = inputs.to_float("inputs");

@@ -5,6 +5,7 @@
 #include "backends/cpu/kernels.h"
 #include "core/error.h"
 #include "core/fp8.h"
+#include "core/half.h"
 
 namespace kiln {
 
@@ -23,7 +24,7 @@ CpuEngine::CpuEngine(const Graph& graph, const WeightLookup& weights) : graph_(g
         int out = static_cast<int>(w.shape[0]), k = n.kernel, cin_g = static_cast<int>(w.shape[3]);
         int in = graph_.values()[n.inputs[0]].channels;
         std::vector<float> dequantized;
-        if (n.fp8()) {  // FP8 weights are E4M3 values times a per-output-channel scale
+        if (n.fp8_weights()) {  // FP8 weights are E4M3 values times a per-output-channel scale
           WeightView scale = weights(n.weight_scale);
           const size_t per_out = w.data.size() / out;
           dequantized.resize(w.data.size());
@@ -140,10 +141,13 @@ void CpuEngine::execute(int batch, float* output) {
     float* y = arena_.data() + plan_.offset[n.output];
     const int64_t x_count = static_cast<int64_t>(batch) * xd.size();
     if (observer_) observer_(static_cast<int>(i), x, x_count);
-    if (n.fp8()) {  // emulate the FP8 layer: its input rounded to E4M3 at the calibrated scale
+    if (n.fp8_input()) {  // emulate the FP8 layer: its fp16 input rounded to E4M3 at the calibrated scale
       fp8_input_.resize(x_count);
       const float inv = 1.0f / n.input_scale;
-      for (int64_t e = 0; e < x_count; ++e) fp8_input_[e] = round_to_e4m3(x[e] * inv) * n.input_scale;
+      float* q = fp8_input_.data();
+#pragma omp parallel for schedule(static)
+      for (int64_t e = 0; e < x_count; ++e)
+        q[e] = round_to_e4m3(half_to_float(float_to_half(x[e])) * inv) * n.input_scale;
       x = fp8_input_.data();
     }
     const float* bias = l.bias.empty() ? nullptr : l.bias.data();

@@ -49,6 +49,7 @@ CudaEngine::CudaEngine(const Graph& graph, const WeightLookup& weights, const nl
   cudaDeviceProp prop{};
   KILN_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
   device_name_ = prop.name;
+  compute_capability_ = prop.major * 10 + prop.minor;
   KILN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   build_steps(weights);
   KILN_CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
@@ -83,7 +84,7 @@ nlohmann::json CudaEngine::export_plan() const {
   for (const auto& [batch, p] : plans_) {
     std::vector<std::string> gemm;
     for (size_t i = 0; i < steps_.size(); ++i)
-      if (steps_[i].kind == CudaStep::Gemm) gemm.push_back(cuda::gemm_variant_name(std::max(0, p.variants[i])));
+      if (steps_[i].kind == CudaStep::Gemm) gemm.push_back(cuda::gemm_variant_name(p.variants[i]));
     batches[std::to_string(batch)] = {{"gemm", gemm}};
   }
   return {{"device", device_name_}, {"batches", batches}};
@@ -141,6 +142,34 @@ void CudaEngine::ensure_capacity(int64_t arena_halves, int batch) {
   }
 }
 
+// A GEMM step's arguments for one batch size; its arena pointers are the plan's.
+cuda::GemmArgs CudaEngine::gemm_args(const CudaStep& s, int batch, const BatchPlan& plan) const {
+  const auto& dims = plan.memory.dims;
+  const auto* wb = static_cast<const uint8_t*>(weights_);
+  auto val = [&](int v) { return arena_ + plan.memory.offset[v]; };
+  const Dims &x = dims[s.x], &y = dims[s.to_output ? graph_.output() : s.y];
+  cuda::GemmArgs a;
+  a.a = val(s.x);
+  a.w = wb + s.w;
+  a.bias = s.b == kNoBias ? nullptr : reinterpret_cast<const float*>(wb + s.b);
+  a.gate = s.gate >= 0 ? val(s.gate) : nullptr;
+  a.residual = s.residual >= 0 ? val(s.residual) : nullptr;
+  a.out = s.to_output ? static_cast<void*>(output_) : static_cast<void*>(val(s.y));
+  a.out_f32 = s.to_output;
+  a.m = batch * x.h * x.w;
+  a.n = y.c;
+  a.k = x.c;
+  a.rows_per_image = x.h * x.w;
+  a.act = s.act;
+  a.workspace = workspace_;
+  a.fp8 = s.fp8;
+  a.col_scale = s.fp8 ? reinterpret_cast<const float*>(wb + s.col_scale) : nullptr;
+  a.a_inv_scale = s.a_inv_scale;
+  a.out_e4m3 = s.out_e4m3;
+  a.out_inv_scale = s.out_inv_scale;
+  return a;
+}
+
 void CudaEngine::enqueue(int batch, const BatchPlan& plan, cudaStream_t st, int only_step) {
   const auto& dims = plan.memory.dims;
   auto* wb = static_cast<const uint8_t*>(weights_);
@@ -168,23 +197,10 @@ void CudaEngine::enqueue(int batch, const BatchPlan& plan, cudaStream_t st, int 
         break;
       }
       case CudaStep::Gemm: {
-        const Dims &x = dims[s.x], &y = dims[s.to_output ? graph_.output() : s.y];
-        cuda::GemmArgs a;
-        a.a = val(s.x);
-        a.w = wh(s.w);
-        a.bias = wf(s.b);
-        a.gate = s.gate >= 0 ? val(s.gate) : nullptr;
-        a.residual = s.residual >= 0 ? val(s.residual) : nullptr;
-        a.out = s.to_output ? static_cast<void*>(output_) : static_cast<void*>(val(s.y));
-        a.out_f32 = s.to_output;
-        a.m = batch * x.h * x.w;
-        a.n = y.c;
-        a.k = x.c;
-        a.rows_per_image = x.h * x.w;
-        a.act = s.act;
-        a.workspace = workspace_;
-        int variant = plan.variants[i] < 0 ? 0 : plan.variants[i];
-        if (cuda::gemm_workspace_bytes(a, variant) > kWorkspaceBytes) variant = 0;
+        const cuda::GemmArgs a = gemm_args(s, batch, plan);
+        int variant = plan.variants[i];
+        if (!cuda::gemm_variant_supports(a, variant) || cuda::gemm_workspace_bytes(a, variant) > kWorkspaceBytes)
+          variant = cuda::gemm_default_variant(a);
         cuda::launch_gemm(a, variant, st);
         break;
       }
@@ -192,6 +208,9 @@ void CudaEngine::enqueue(int batch, const BatchPlan& plan, cudaStream_t st, int 
         cuda::DepthwiseArgs a;
         set_conv_geometry(a, batch, dims[s.x], dims[s.y], n, s.act);
         a.x = val(s.x);
+        a.x_mode = s.x_mode;
+        a.x_scale = s.x_scale;
+        a.x_inv_scale = s.x_inv_scale;
         a.w = wh(s.w);
         a.bias = wf(s.b);
         a.y = val(s.y);
@@ -259,13 +278,10 @@ void CudaEngine::tune(int batch, BatchPlan& plan) {
   for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
     if (steps_[i].kind != CudaStep::Gemm) continue;
     float best = 1e30f;
-    int best_variant = 0;
-    const Dims& x = plan.memory.dims[steps_[i].x];
-    cuda::GemmArgs shape;
-    shape.m = batch * x.h * x.w;
-    shape.n = plan.memory.dims[steps_[i].to_output ? graph_.output() : steps_[i].y].c;
+    int best_variant = -1;
+    const cuda::GemmArgs args = gemm_args(steps_[i], batch, plan);
     for (int v = 0; v < cuda::kGemmVariants; ++v) {
-      if (cuda::gemm_workspace_bytes(shape, v) > kWorkspaceBytes) continue;
+      if (!cuda::gemm_variant_supports(args, v) || cuda::gemm_workspace_bytes(args, v) > kWorkspaceBytes) continue;
       plan.variants[i] = v;
       enqueue(batch, plan, stream_, i);  // warm up
       KILN_CUDA_CHECK(cudaEventRecord(start, stream_));
@@ -309,10 +325,18 @@ void CudaEngine::prepare(int batch, int height, int width) {
     it = plans_.emplace(batch, std::move(plan)).first;
     ensure_capacity(it->second.memory.arena_elements, batch);
     auto saved = saved_variants_.find(batch);
-    if (saved != saved_variants_.end())
+    if (saved != saved_variants_.end()) {
       it->second.variants = saved->second;
-    else
+      for (size_t i = 0; i < steps_.size(); ++i) {  // a saved choice this step cannot run: the default
+        if (steps_[i].kind != CudaStep::Gemm) continue;
+        const cuda::GemmArgs args = gemm_args(steps_[i], batch, it->second);
+        int& v = it->second.variants[i];
+        if (!cuda::gemm_variant_supports(args, v) || cuda::gemm_workspace_bytes(args, v) > kWorkspaceBytes)
+          v = cuda::gemm_default_variant(args);
+      }
+    } else {
       tune(batch, it->second);
+    }
   } else {
     ensure_capacity(it->second.memory.arena_elements, batch);
   }
@@ -404,10 +428,14 @@ std::vector<std::string> CudaEngine::plan_summary(int batch) const {
     const auto& s = steps_[i];
     std::string line = fmt::format("{} {}", kinds[s.kind], s.name);
     if (s.kind == CudaStep::Gemm) {
-      line += fmt::format(" {}", cuda::gemm_variant_name(std::max(0, it->second.variants[i])));
+      line += fmt::format(" {}", cuda::gemm_variant_name(it->second.variants[i]));
+      if (s.fp8) line += " fp8";
       if (s.gate >= 0) line += " +gate";
       if (s.residual >= 0) line += " +residual";
+      if (s.out_e4m3) line += " ->e4m3";
     }
+    if (s.kind == CudaStep::Depthwise && s.x_mode != cuda::DepthwiseInput::F16)
+      line += s.x_mode == cuda::DepthwiseInput::E4M3 ? " e4m3-in" : " fp8-in";
     if (s.kind == CudaStep::Depthwise && s.pool_slot >= 0) line += " +pool";
     out.push_back(line);
   }

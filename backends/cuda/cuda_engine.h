@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/kernels.cuh"
 #include "backends/engine.h"
 #include "graph/memory_plan.h"
 
@@ -55,6 +56,7 @@ class CudaEngine : public Engine {
     cudaGraphExec_t graph = nullptr;
   };
   void build_steps(const WeightLookup& weights);
+  cuda::GemmArgs gemm_args(const CudaStep& step, int batch, const BatchPlan& plan) const;
   void enqueue(int batch, const BatchPlan& plan, cudaStream_t stream, int only_step = -1);
   void ensure_capacity(int64_t arena_halves, int batch);
   void tune(int batch, BatchPlan& plan);
@@ -66,6 +68,7 @@ class CudaEngine : public Engine {
   std::map<int, BatchPlan> plans_;
   std::map<int, std::vector<int>> saved_variants_;  // from the bundle, when planned on this GPU model
   std::string device_name_;
+  int compute_capability_ = 0;         // major * 10 + minor
   std::vector<int64_t> pool_offsets_;  // per pool slot, floats per image
   int64_t pool_floats_per_image_ = 0;
   void* weights_ = nullptr;

@@ -24,6 +24,13 @@ struct CudaStep {
   size_t w = 0, b = 0, w2 = 0, b2 = 0;  // byte offsets into the weight blob; b = SIZE_MAX: no bias
   int pool_slot = -1;
   int rd = 0;
+  // FP8 (see cuda::GemmArgs and cuda::DepthwiseArgs): a GEMM with E4M3 weights and inputs, whose
+  // col_scale (blob offset) holds input scale x weight scale per output channel; a GEMM whose
+  // output is stored as E4M3 for an FP8 consumer; a depthwise conv's input mode.
+  bool fp8 = false, out_e4m3 = false;
+  size_t col_scale = 0;
+  float a_inv_scale = 1.0f, out_inv_scale = 1.0f, x_scale = 1.0f, x_inv_scale = 1.0f;
+  cuda::DepthwiseInput x_mode = cuda::DepthwiseInput::F16;
 };
 
 }  // namespace kiln

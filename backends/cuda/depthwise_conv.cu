@@ -2,10 +2,11 @@
 // accumulated in the same pass (per-image channel sums, reduced in shared memory, then one
 // atomicAdd per channel and block). A thread owns 8 channels (16-byte loads) of a strip of
 // R outputs along a row: each input vector it loads feeds every output of the strip that
-// covers it, which cuts loads per output from K*K to about K*(R*S+K-1)/R.
+// covers it, which cuts loads per output from K*K to about K*(R*S+K-1)/R. An FP8 input is
+// read as 8-byte vectors of E4M3 (or rounded to E4M3 from fp16) and its scale applied to the sum.
 #include <algorithm>
 
-#include "backends/cuda/activation.cuh"
+#include "backends/cuda/fp8.cuh"
 #include "backends/cuda/launch.cuh"
 
 namespace kiln::cuda {
@@ -15,7 +16,33 @@ namespace {
 constexpr int kMaxGroups = 1024;  // 8192 channels: one thread per group, at most 1024 a block
 constexpr int kStrip = 4;         // outputs per thread along x
 
-template <int K, int S>
+// 8 input channels at one pixel as floats, as the layer's input mode reads them.
+template <DepthwiseInput kMode>
+__device__ __forceinline__ void load_input8(const DepthwiseArgs& p, int64_t offset, float (&xf)[8]) {
+  if constexpr (kMode == DepthwiseInput::E4M3) {
+    const uint2 q = __ldg(reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.x) + offset));
+    const uint32_t words[2] = {q.x, q.y};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float2 f = from_e4m3x2(static_cast<uint16_t>(words[e / 2] >> (16 * (e % 2))));
+      xf[2 * e] = f.x;
+      xf[2 * e + 1] = f.y;
+    }
+  } else {
+    Half8 xv;
+    xv.u = __ldg(reinterpret_cast<const uint4*>(static_cast<const __half*>(p.x) + offset));
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float2 f = __half22float2(xv.h2[e]);
+      if constexpr (kMode == DepthwiseInput::F16ToE4M3)
+        f = from_e4m3x2(to_e4m3x2(f.x * p.x_inv_scale, f.y * p.x_inv_scale));
+      xf[2 * e] = f.x;
+      xf[2 * e + 1] = f.y;
+    }
+  }
+}
+
+template <int K, int S, DepthwiseInput kMode>
 __global__ void depthwise_kernel(DepthwiseArgs p, int lanes) {
   wait_for_predecessor();
   extern __shared__ float red[];  // [lanes][c], only when pooling across lanes
@@ -30,12 +57,12 @@ __global__ void depthwise_kernel(DepthwiseArgs p, int lanes) {
   for (int e = 0; e < 8; ++e) pool[e] = 0.0f;
   if (lane < lanes && strip < p.oh * strips_per_row) {
     const int oy = strip / strips_per_row, ox0 = (strip % strips_per_row) * kStrip;
-    const __half* x = p.x + static_cast<int64_t>(n) * p.h * p.w_in * p.c + c0;
+    const int64_t x0 = static_cast<int64_t>(n) * p.h * p.w_in * p.c + c0;
     float acc[kStrip][8];
 #pragma unroll
     for (int r = 0; r < kStrip; ++r)
 #pragma unroll
-      for (int e = 0; e < 8; ++e) acc[r][e] = p.bias ? p.bias[c0 + e] : 0.0f;
+      for (int e = 0; e < 8; ++e) acc[r][e] = p.bias && kMode == DepthwiseInput::F16 ? p.bias[c0 + e] : 0.0f;
 #pragma unroll
     for (int ky = 0; ky < K; ++ky) {
       const int iy = oy * S - p.pad_top + ky;
@@ -48,15 +75,8 @@ __global__ void depthwise_kernel(DepthwiseArgs p, int lanes) {
       for (int j = 0; j < kCols; ++j) {
         const int ix = ix0 + j;
         if (ix < 0 || ix >= p.w_in) continue;
-        Half8 xv;
-        xv.u = __ldg(reinterpret_cast<const uint4*>(x + (static_cast<int64_t>(iy) * p.w_in + ix) * p.c));
         float xf[8];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float2 f = __half22float2(xv.h2[e]);
-          xf[2 * e] = f.x;
-          xf[2 * e + 1] = f.y;
-        }
+        load_input8<kMode>(p, x0 + (static_cast<int64_t>(iy) * p.w_in + ix) * p.c, xf);
 #pragma unroll
         for (int r = 0; r < kStrip; ++r) {
           const int kx = j - r * S;
@@ -77,7 +97,13 @@ __global__ void depthwise_kernel(DepthwiseArgs p, int lanes) {
       Half8 o;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        float a = activate(acc[r][2 * e], p.act), b = activate(acc[r][2 * e + 1], p.act);
+        float a = acc[r][2 * e], b = acc[r][2 * e + 1];
+        if constexpr (kMode != DepthwiseInput::F16) {
+          a = a * p.x_scale + (p.bias ? p.bias[c0 + 2 * e] : 0.0f);
+          b = b * p.x_scale + (p.bias ? p.bias[c0 + 2 * e + 1] : 0.0f);
+        }
+        a = activate(a, p.act);
+        b = activate(b, p.act);
         o.h2[e] = __floats2half2_rn(a, b);
         pool[2 * e] += a;
         pool[2 * e + 1] += b;
@@ -101,6 +127,18 @@ __global__ void depthwise_kernel(DepthwiseArgs p, int lanes) {
   }
 }
 
+template <DepthwiseInput kMode>
+void launch_mode(const DepthwiseArgs& p, dim3 grid, int threads, size_t shared, cudaStream_t s, int lanes) {
+  if (p.kernel == 3 && p.stride == 1)
+    launch(depthwise_kernel<3, 1, kMode>, grid, threads, shared, s, p, lanes);
+  else if (p.kernel == 3)
+    launch(depthwise_kernel<3, 2, kMode>, grid, threads, shared, s, p, lanes);
+  else if (p.stride == 1)
+    launch(depthwise_kernel<5, 1, kMode>, grid, threads, shared, s, p, lanes);
+  else
+    launch(depthwise_kernel<5, 2, kMode>, grid, threads, shared, s, p, lanes);
+}
+
 }  // namespace
 
 bool depthwise_supported(int kernel, int stride, int channels) {
@@ -115,14 +153,12 @@ void launch_depthwise(const DepthwiseArgs& p, cudaStream_t s) {
   dim3 grid((strips + lanes - 1) / lanes, p.batch);
   const int threads = groups * lanes;
   const size_t shared = p.pool && lanes > 1 ? static_cast<size_t>(lanes) * p.c * sizeof(float) : 0;
-  if (p.kernel == 3 && p.stride == 1)
-    launch(depthwise_kernel<3, 1>, grid, threads, shared, s, p, lanes);
-  else if (p.kernel == 3)
-    launch(depthwise_kernel<3, 2>, grid, threads, shared, s, p, lanes);
-  else if (p.stride == 1)
-    launch(depthwise_kernel<5, 1>, grid, threads, shared, s, p, lanes);
+  if (p.x_mode == DepthwiseInput::E4M3)
+    launch_mode<DepthwiseInput::E4M3>(p, grid, threads, shared, s, lanes);
+  else if (p.x_mode == DepthwiseInput::F16ToE4M3)
+    launch_mode<DepthwiseInput::F16ToE4M3>(p, grid, threads, shared, s, lanes);
   else
-    launch(depthwise_kernel<5, 2>, grid, threads, shared, s, p, lanes);
+    launch_mode<DepthwiseInput::F16>(p, grid, threads, shared, s, lanes);
 }
 
 }  // namespace kiln::cuda

@@ -10,6 +10,7 @@
 #include "backends/cuda/cuda_engine.h"
 #include "backends/cuda/cuda_step.h"
 #include "core/error.h"
+#include "core/fp8.h"
 
 namespace kiln {
 
@@ -32,6 +33,11 @@ class Blob {
     size_t off = reserve(v.size() * 2);
     auto* p = reinterpret_cast<__half*>(bytes_.data() + off);
     for (size_t i = 0; i < v.size(); ++i) p[i] = __float2half_rn(v[i]);
+    return off;
+  }
+  size_t add_e4m3(std::span<const float> v) {  // values already on the E4M3 grid
+    size_t off = reserve(v.size());
+    for (size_t i = 0; i < v.size(); ++i) bytes_[off + i] = encode_e4m3(v[i]);
     return off;
   }
   size_t add_float(std::span<const float> v) {
@@ -69,6 +75,13 @@ void CudaEngine::build_steps(const WeightLookup& weights) {
   auto unsupported = [&](const Node& n, const std::string& why) {
     fail("[cuda] {}: {} is not supported by the CUDA backend ({})", n.name, op_name(n.op), why);
   };
+  // Values a GEMM stores as E4M3 for their one consumer, an FP8-input depthwise conv.
+  std::set<int> e4m3_values;
+  auto fp8_depthwise = [&](const Node& c) {
+    const int ch = values[c.inputs[0]].channels;
+    return c.op == Op::Conv2d && c.fp8_input() && c.groups == ch && ch == values[c.output].channels &&
+           cuda::depthwise_supported(c.kernel, c.stride, ch);
+  };
 
   for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
     if (handled[i]) continue;
@@ -84,9 +97,20 @@ void CudaEngine::build_steps(const WeightLookup& weights) {
     s.act = to_cuda(n.act);
     switch (n.op) {
       case Op::Conv2d: {
-        if (n.fp8()) unsupported(n, "FP8 layers have no CUDA kernels yet; run this bundle with --device cpu");
         WeightView w = weights(n.weight);
+        std::vector<float> dequantized;
+        if (n.fp8_weights()) {
+          if (compute_capability_ < 89) unsupported(n, "FP8 needs compute capability 8.9 or newer");
+          if (!is_pointwise(n)) {  // CUDA-core kernels: E4M3 values times their scale, as the CPU backend
+            WeightView scale = weights(n.weight_scale);
+            const size_t per_out = w.data.size() / cout;
+            dequantized.resize(w.data.size());
+            for (size_t e = 0; e < dequantized.size(); ++e) dequantized[e] = w.data[e] * scale.data[e / per_out];
+            w.data = dequantized;
+          }
+        }
         if (in == graph_.input()) {
+          if (n.fp8_input()) unsupported(n, "a first conv with an FP8 input");
           if (cout % 8 != 0 || n.groups != 1)
             unsupported(n, "a first conv needs groups 1 and output channels % 8 == 0");
           if (static_cast<int64_t>(n.kernel) * n.kernel * cin * cout * 4 > 48 * 1024)
@@ -117,7 +141,24 @@ void CudaEngine::build_steps(const WeightLookup& weights) {
             s.y = add.output;
             handled[consumers[n.output][0]] = true;
           }
-          s.w = blob.add_half(w.data);
+          if (n.fp8_input() && !n.fp8_weights()) unsupported(n, "a pointwise conv with FP8 input but not weights");
+          if (n.fp8_weights()) {
+            s.fp8 = true;
+            s.w = blob.add_e4m3(w.data);
+            WeightView ws = weights(n.weight_scale);
+            std::vector<float> col(ws.data.begin(), ws.data.end());
+            for (float& c : col) c *= n.input_scale;
+            s.col_scale = blob.add_float(col);
+            s.a_inv_scale = 1.0f / n.input_scale;  // as the CPU backend rounds x * (1 / scale)
+          } else {
+            s.w = blob.add_half(w.data);
+          }
+          const auto& cons = consumers[s.y];
+          if (s.residual < 0 && s.y != graph_.output() && cons.size() == 1 && fp8_depthwise(nodes[cons[0]])) {
+            s.out_e4m3 = true;  // the depthwise conv reads half the bytes
+            s.out_inv_scale = 1.0f / nodes[cons[0]].input_scale;
+            e4m3_values.insert(s.y);
+          }
           s.b = bias_of(n);
           s.reads = {s.x};
           if (s.gate >= 0) s.reads.push_back(s.gate);
@@ -126,6 +167,11 @@ void CudaEngine::build_steps(const WeightLookup& weights) {
         } else if (n.groups == cin && cin == cout && w.shape[3] == 1 &&
                    cuda::depthwise_supported(n.kernel, n.stride, cin)) {
           s.kind = CudaStep::Depthwise;
+          if (n.fp8_input()) {
+            s.x_mode = e4m3_values.count(in) ? cuda::DepthwiseInput::E4M3 : cuda::DepthwiseInput::F16ToE4M3;
+            s.x_scale = n.input_scale;
+            s.x_inv_scale = 1.0f / n.input_scale;  // as the CPU backend rounds x * (1 / scale)
+          }
         } else {
           unsupported(n, fmt::format("kernel {}, stride {}, groups {}", n.kernel, n.stride, n.groups));
         }

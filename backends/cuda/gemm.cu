@@ -5,6 +5,7 @@
 #include <mma.h>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/gemm_mma.cuh"
 #include "backends/cuda/launch.cuh"
 
 namespace kiln::cuda {
@@ -99,7 +100,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_kernel(GemmArgs p)
     for (int i = 0; i < B_VECS; ++i) {
       int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, col = (idx % kVecsPerRow) * 8;
       int gn = n0 + row, gk = k0 + col;
-      rb[i] = (gn < N && gk < k_end) ? __ldg(reinterpret_cast<const uint4*>(p.w + static_cast<int64_t>(gn) * K + gk))
+      rb[i] = (gn < N && gk < k_end) ? __ldg(reinterpret_cast<const uint4*>(static_cast<const __half*>(p.w) +
+                                                                            static_cast<int64_t>(gn) * K + gk))
                                      : make_uint4(0, 0, 0, 0);
     }
   };
@@ -221,21 +223,37 @@ void launch_split(GemmArgs p, int splits, cudaStream_t s) {
     launch(split_k_reduce<false, false>, blocks, 256, 0, s, p);
 }
 
-constexpr int kSplits[kGemmVariants] = {1, 1, 1, 1, 1, 1, 4, 8};
+constexpr int kWmmaVariants = 8;
+constexpr int kSplits[kWmmaVariants] = {1, 1, 1, 1, 1, 1, 4, 8};
+static_assert(kWmmaVariants + kMmaTiles == kGemmVariants);
 
 }  // namespace
 
 size_t gemm_workspace_bytes(const GemmArgs& p, int variant) {
-  return kSplits[variant] > 1 ? static_cast<size_t>(kSplits[variant]) * p.m * p.n * sizeof(float) : 0;
+  const int splits = variant < kWmmaVariants ? kSplits[variant] : 1;
+  return splits > 1 ? static_cast<size_t>(splits) * p.m * p.n * sizeof(float) : 0;
 }
 
 const char* gemm_variant_name(int variant) {
-  static const char* names[kGemmVariants] = {"wmma_64x64",     "wmma_128x64",    "wmma_64x32",    "wmma_32x64",
+  static const char* names[kWmmaVariants] = {"wmma_64x64",     "wmma_128x64",    "wmma_64x32",    "wmma_32x64",
                                              "wmma_128x64_w8", "wmma_64x128_w8", "wmma_32x64_k4", "wmma_32x64_k8"};
-  return variant >= 0 && variant < kGemmVariants ? names[variant] : "?";
+  if (variant >= 0 && variant < kWmmaVariants) return names[variant];
+  if (variant >= kWmmaVariants && variant < kGemmVariants) return kMmaTileNames[variant - kWmmaVariants];
+  return "?";
 }
 
+// WMMA has no FP8 fragments on sm_90 and writes only fp16 or fp32; an fp32 or E4M3 output takes
+// neither a gate nor a residual (the planner never asks for them together).
+bool gemm_variant_supports(const GemmArgs& p, int variant) {
+  if (variant < 0 || variant >= kGemmVariants) return false;
+  if ((p.out_f32 || p.out_e4m3) && (p.gate || p.residual)) return false;
+  return variant >= kWmmaVariants || (!p.fp8 && !p.out_e4m3);
+}
+
+int gemm_default_variant(const GemmArgs& p) { return p.fp8 || p.out_e4m3 ? kWmmaVariants : 0; }
+
 void launch_gemm(const GemmArgs& p, int variant, cudaStream_t s) {
+  if (variant >= kWmmaVariants) return launch_gemm_mma(p, variant - kWmmaVariants, s);
   switch (variant) {
     case 1:
       launch_tile<128, 64, 2, 2>(p, s);

@@ -14,9 +14,13 @@ enum class Act : int { None = 0, SiLU = 1, Sigmoid = 2 };
 
 // out[m, n] = act(sum_k a[m, k] * gate[m / rows_per_image, k] * w[n, k] + bias[n]) + residual[m, n]
 // K and N must be multiples of 8. gate and residual are optional (nullptr).
+// FP8 (fp8 = true): w holds E4M3 bytes; each loaded a[m, k] * gate is multiplied by a_inv_scale
+// and rounded to E4M3 (round to nearest even, saturating), the products are summed in fp32 and
+// the sum is multiplied by col_scale[n] (input scale x weight scale) before the bias.
+// out_e4m3: the output is stored as E4M3 bytes of out * out_inv_scale (for an FP8 consumer).
 struct GemmArgs {
   const __half* a = nullptr;
-  const __half* w = nullptr;
+  const void* w = nullptr;  // __half [n, k], or E4M3 bytes [n, k] when fp8
   const float* bias = nullptr;
   const __half* gate = nullptr;
   const __half* residual = nullptr;
@@ -26,18 +30,32 @@ struct GemmArgs {
   Act act = Act::None;
   float* workspace = nullptr;  // split-K partial sums (see gemm_workspace_bytes)
   int splits = 1;              // set by the split-K variants themselves
+  bool fp8 = false;
+  const float* col_scale = nullptr;
+  float a_inv_scale = 1.0f;
+  bool out_e4m3 = false;
+  float out_inv_scale = 1.0f;
 };
 // Tile variants (block rows x cols); the planner times them and picks one per layer and batch.
-inline constexpr int kGemmVariants = 8;
+// 0-7 are fp16 WMMA kernels, 8-12 mma.sync kernels for fp16 and FP8 (sm_89 and newer for FP8).
+inline constexpr int kGemmVariants = 13;
 const char* gemm_variant_name(int variant);
+bool gemm_variant_supports(const GemmArgs& args, int variant);
+int gemm_default_variant(const GemmArgs& args);
 size_t gemm_workspace_bytes(const GemmArgs& args, int variant);  // 0 unless the variant splits K
 void launch_gemm(const GemmArgs& args, int variant, cudaStream_t stream);
 
 // Depthwise conv (groups == channels), NHWC, channels a multiple of 8, kernel 3 or 5, stride 1
 // or 2. Optionally adds each output channel's per-image sum into pool (fp32 [batch, c]) for a
 // following global average pool (squeeze-excite).
+// An FP8 input (x_mode) is either fp16 times x_inv_scale rounded to E4M3 as it is loaded, or
+// E4M3 bytes its producer stored; the kernel sums E4M3 value x weight and multiplies the sum by
+// x_scale before the bias (the per-tensor scale factors out of the sum).
+enum class DepthwiseInput : int { F16 = 0, F16ToE4M3 = 1, E4M3 = 2 };
 struct DepthwiseArgs {
-  const __half* x = nullptr;
+  const void* x = nullptr;  // __half, or E4M3 bytes when x_mode is E4M3
+  DepthwiseInput x_mode = DepthwiseInput::F16;
+  float x_scale = 1.0f, x_inv_scale = 1.0f;
   const __half* w = nullptr;  // [k * k, c]
   const float* bias = nullptr;
   __half* y = nullptr;

@@ -10,127 +10,15 @@
 #include "backends/engine.h"
 #include "checkpoints/safetensors.h"
 #include "graph/family_registry.h"
+#include "tests/gpu/test_graphs.h"
 #include "tests/test_support.h"
 
 namespace kiln {
 namespace {
 
-#define REQUIRE_GPU() \
-  if (!cuda_available()) GTEST_SKIP() << "no usable CUDA GPU here; run the gpu-labelled tests on a GPU machine"
-
-// Builds graphs node by node with random weights.
-class GraphMaker {
- public:
-  explicit GraphMaker(uint32_t seed) : rng_(seed) {}
-  ModelDefinition def;
-
-  int input(int c) {
-    int v = def.graph.add_value(c, "input");
-    def.graph.set_input(v);
-    return v;
-  }
-  int conv(int x, int out, int k, int stride, bool depthwise, Activation act, bool same = false) {
-    int in = def.graph.values()[x].channels;
-    Node n = base(Op::Conv2d, {x}, out);
-    n.kernel = k;
-    n.stride = stride;
-    n.groups = depthwise ? in : 1;
-    n.act = act;
-    if (same)
-      n.pad.same = true;
-    else
-      n.pad = {false, (k - 1) / 2, (k - 1) / 2, (k - 1) / 2, (k - 1) / 2};
-    weight(n, {out, k, k, depthwise ? 1 : in}, 1.0f / std::sqrt(static_cast<float>(k * k * (depthwise ? 1 : in))));
-    return add(n);
-  }
-  int linear(int x, int out, Activation act) {
-    Node n = base(Op::Linear, {x}, out);
-    n.act = act;
-    weight(n, {out, def.graph.values()[x].channels},
-           1.0f / std::sqrt(static_cast<float>(def.graph.values()[x].channels)));
-    return add(n);
-  }
-  int simple(Op op, std::vector<int> inputs) {
-    return add(base(op, std::move(inputs), def.graph.values()[inputs[0]].channels));
-  }
-  int squeeze_excite(int x, int rd) {
-    int c = def.graph.values()[x].channels;
-    int p = simple(Op::GlobalAvgPool, {x});
-    int r = linear(p, rd, Activation::SiLU);
-    int g = linear(r, c, Activation::Sigmoid);
-    return simple(Op::ScaleChannels, {x, g});
-  }
-  void finish(int out) {
-    def.graph.set_output(out);
-    def.validate();
-  }
-
- private:
-  Node base(Op op, std::vector<int> inputs, int out_channels) {
-    Node n;
-    n.name = "n" + std::to_string(def.graph.nodes().size());
-    n.op = op;
-    n.inputs = std::move(inputs);
-    n.output = def.graph.add_value(out_channels);
-    return n;
-  }
-  void weight(Node& n, std::vector<int64_t> shape, float scale) {
-    std::normal_distribution<float> d(0.0f, scale);
-    Tensor w(shape), b({shape[0]});
-    for (auto& v : w.data) v = d(rng_);
-    for (auto& v : b.data) v = d(rng_) * 0.5f;
-    n.weight = n.name + ".weight";
-    n.bias = n.name + ".bias";
-    def.weights[n.weight] = std::move(w);
-    def.weights[n.bias] = std::move(b);
-  }
-  int add(Node n) {
-    int out = n.output;
-    def.graph.add_node(std::move(n));
-    return out;
-  }
-  std::mt19937 rng_;
-};
-
-// Runs both engines on the same random input; returns the relative L2 error of CUDA vs CPU.
-double compare(const ModelDefinition& def, int batch, int h, int w, double* max_abs = nullptr) {
-  auto cpu = make_engine("cpu", def.graph, def.weight_lookup());
-  auto gpu = make_engine("cuda", def.graph, def.weight_lookup());
-  std::mt19937 rng(batch * 131 + h);
-  std::normal_distribution<float> d;
-  std::vector<float> input(static_cast<size_t>(batch) * def.graph.values()[def.graph.input()].channels * h * w);
-  for (auto& v : input) v = d(rng);
-  const int out = cpu->output_elements(h, w);
-  std::vector<float> a(static_cast<size_t>(batch) * out), b(a.size(), std::nanf(""));
-  cpu->run(input.data(), batch, h, w, a.data());
-  gpu->run(input.data(), batch, h, w, b.data());
-  for (float v : b) EXPECT_TRUE(std::isfinite(v)) << "unwritten or non-finite CUDA output";
-  if (max_abs) *max_abs = test::max_abs_diff(a.data(), b.data(), a.size());
-  return test::rel_l2(b.data(), a.data(), a.size());
-}
-
-// stem -> expand -> depthwise + SE -> project (+ residual) -> head conv -> pool -> classifier:
-// the fused path, as in an MBConv network.
-ModelDefinition mbconv_graph(int classes, int k, int stride, bool same) {
-  GraphMaker g(7);
-  int x = g.input(3);
-  x = g.conv(x, 16, 3, 2, false, Activation::SiLU, same);
-  int skip = x;
-  int y = g.conv(x, 48, 1, 1, false, Activation::SiLU);
-  y = g.conv(y, 48, k, 1, true, Activation::SiLU, same);
-  y = g.squeeze_excite(y, 12);
-  y = g.conv(y, 16, 1, 1, false, Activation::None);
-  x = g.simple(Op::Add, {y, skip});
-  y = g.conv(x, 64, 1, 1, false, Activation::SiLU);
-  y = g.conv(y, 64, k, stride, true, Activation::SiLU, same);
-  y = g.squeeze_excite(y, 4);
-  x = g.conv(y, 24, 1, 1, false, Activation::None);
-  x = g.conv(x, 40, 1, 1, false, Activation::SiLU);
-  x = g.simple(Op::GlobalAvgPool, {x});
-  x = g.linear(x, classes, Activation::None);
-  g.finish(x);
-  return g.def;
-}
+using test::compare;
+using test::GraphMaker;
+using test::mbconv_graph;
 
 TEST(CudaEngine, FusedMBConvPathMatchesCpu) {
   REQUIRE_GPU();
@@ -196,8 +84,9 @@ TEST(CudaEngine, EveryGemmVariantMatchesCpu) {
   nlohmann::json plan = probe->export_plan();
   const size_t gemms = plan["batches"]["2"]["gemm"].size();
   ASSERT_GE(gemms, 3u);
-  for (const char* variant : {"wmma_64x64", "wmma_128x64", "wmma_64x32", "wmma_32x64", "wmma_128x64_w8",
-                              "wmma_64x128_w8", "wmma_32x64_k4", "wmma_32x64_k8"}) {
+  for (const char* variant :
+       {"wmma_64x64", "wmma_128x64", "wmma_64x32", "wmma_32x64", "wmma_128x64_w8", "wmma_64x128_w8", "wmma_32x64_k4",
+        "wmma_32x64_k8", "mma_128x64", "mma_64x64", "mma_64x128", "mma_32x64", "mma_128x32"}) {
     plan["batches"]["2"]["gemm"] = std::vector<std::string>(gemms, variant);
     auto cpu = make_engine("cpu", g.def.graph, g.def.weight_lookup());
     auto gpu = make_engine("cuda", g.def.graph, g.def.weight_lookup(), {{"cuda", plan}});
@@ -209,6 +98,39 @@ TEST(CudaEngine, EveryGemmVariantMatchesCpu) {
     gpu->run(input.data(), 2, 19, 17, b.data());
     EXPECT_EQ(gpu->export_plan()["batches"]["2"]["gemm"][0], variant) << "the forced plan was not used";
     EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant;
+  }
+}
+
+// A squeeze-excite MLP on its own (pool, then linears of 8 and 16 outputs as GEMMs of two rows),
+// with every GEMM variant forced.
+TEST(CudaEngine, SmallLinearChainsMatchCpuWithEveryVariant) {
+  REQUIRE_GPU();
+  GraphMaker g(21);
+  int x = g.input(3);
+  x = g.conv(x, 16, 3, 1, false, Activation::SiLU);
+  x = g.simple(Op::GlobalAvgPool, {x});
+  x = g.linear(x, 8, Activation::SiLU);
+  x = g.linear(x, 16, Activation::Sigmoid);
+  g.finish(x);
+  auto probe = make_engine("cuda", g.def.graph, g.def.weight_lookup());
+  probe->prepare(2, 6, 5);
+  nlohmann::json plan = probe->export_plan();
+  const size_t gemms = plan["batches"]["2"]["gemm"].size();
+  std::vector<float> input(2 * 3 * 6 * 5), a(2 * 16);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist;
+  for (auto& v : input) v = dist(rng);
+  make_engine("cpu", g.def.graph, g.def.weight_lookup())->run(input.data(), 2, 6, 5, a.data());
+  for (const char* variant :
+       {"wmma_64x64", "wmma_128x64", "wmma_64x32", "wmma_32x64", "wmma_128x64_w8", "wmma_64x128_w8", "wmma_32x64_k4",
+        "wmma_32x64_k8", "mma_128x64", "mma_64x64", "mma_64x128", "mma_32x64", "mma_128x32"}) {
+    plan["batches"]["2"]["gemm"] = std::vector<std::string>(gemms, variant);
+    auto gpu = make_engine("cuda", g.def.graph, g.def.weight_lookup(), {{"cuda", plan}});
+    std::vector<float> b(a.size(), std::nanf(""));
+    gpu->run(input.data(), 2, 6, 5, b.data());
+    std::string values;
+    for (size_t e = 0; e < b.size(); e += 4) values += fmt::format(" {:.3g}/{:.3g}", a[e], b[e]);
+    EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant << " CPU/CUDA:" << values;
   }
 }
 

@@ -1,0 +1,256 @@
+// Pointwise convs as GEMMs on mma.sync (m16n8k16, fp16 in, fp32 accumulate), for fp16 and FP8
+// layers alike. An FP8 layer's A is rounded to E4M3 as it is staged into shared memory (after the
+// squeeze-excite gate) and its E4M3 weights are widened there; E4M3 values are exact in fp16 and
+// their products exact in fp32, so the fp16 tensor cores give the FP8 result bit for bit. Hopper
+// has no native FP8 mma.sync (NVIDIA: sm_90 runs the Ada m16n8k32 E4M3 instruction by
+// converting to fp16 in software); its FP8 tensor cores are reached only through wgmma. The
+// epilogue can store the output as E4M3 for an FP8 consumer, which is where FP8 saves bytes.
+// Own kernel rather than cuBLASLt: cuBLASLt's FP8 GEMMs have no SiLU epilogue, no per-(image, k)
+// input gate and no fused input quantisation, so each would cost extra passes over memory.
+#include <type_traits>
+
+#include "backends/cuda/fp8.cuh"
+#include "backends/cuda/gemm_mma.cuh"
+#include "backends/cuda/launch.cuh"
+
+namespace kiln::cuda {
+
+const char* const kMmaTileNames[kMmaTiles] = {"mma_128x64", "mma_64x64", "mma_64x128", "mma_32x64", "mma_128x32"};
+
+namespace {
+
+constexpr int KE = 32;                 // K (halves) per shared-memory row and pipeline stage
+constexpr int kRowWords = KE / 2 + 4;  // padded: fragment loads hit 32 different banks
+
+__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// A block of WARPS_M x WARPS_N warps computes a BM x BN tile, each warp a WM x WN piece of
+// 16 x 8 mma tiles. Global loads move 8 elements per vector; the next K stage is loaded into
+// registers while the current one is multiplied.
+template <int BM, int BN, int WARPS_M, int WARPS_N, bool kFp8, bool kGate, bool kResidual, bool kOutF32, bool kOutE4M3>
+__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArgs p) {
+  wait_for_predecessor();
+  constexpr int kThreads = WARPS_M * WARPS_N * 32;
+  constexpr int kVecsPerRow = KE / 8;
+  constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N, FM = WM / 16, FN = WN / 8;
+  constexpr int A_VECS = BM * kVecsPerRow / kThreads, B_VECS = BN * kVecsPerRow / kThreads;
+  static_assert(A_VECS * kThreads == BM * kVecsPerRow && B_VECS * kThreads == BN * kVecsPerRow, "tile/threads");
+  constexpr int LDC = BN + 8;  // fp32 output staging after the K loop, in the same memory; padded against conflicts
+  constexpr int kTileBytes = (BM + BN) * kRowWords * 4, kOutBytes = BM * LDC * 4;
+  __shared__ __align__(16) unsigned char smem[kTileBytes > kOutBytes ? kTileBytes : kOutBytes];
+  uint32_t* As = reinterpret_cast<uint32_t*>(smem);
+  uint32_t* Bs = As + BM * kRowWords;
+
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wm = warp / WARPS_N, wn = warp % WARPS_N;
+  const int g = lane / 4, t = lane % 4;
+  const int M = p.m, N = p.n, K = p.k;
+  const auto* w8 = static_cast<const uint8_t*>(p.w);
+  const auto* w16 = static_cast<const __half*>(p.w);
+
+  float acc[FM][FN][4] = {};
+  uint4 ra[A_VECS], rg[kGate ? A_VECS : 1];
+  using BVec = std::conditional_t<kFp8, uint2, uint4>;
+  BVec rb[B_VECS];
+
+  auto load = [&](int k0) {
+#pragma unroll
+    for (int i = 0; i < A_VECS; ++i) {
+      const int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, gk = k0 + (idx % kVecsPerRow) * 8;
+      const int gm = m0 + row;
+      const bool in = gm < M && gk < K;
+      ra[i] =
+          in ? __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(gm) * K + gk)) : make_uint4(0, 0, 0, 0);
+      if constexpr (kGate)
+        if (in)
+          rg[i] = __ldg(reinterpret_cast<const uint4*>(p.gate + static_cast<int64_t>(gm / p.rows_per_image) * K + gk));
+    }
+#pragma unroll
+    for (int i = 0; i < B_VECS; ++i) {
+      const int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, gk = k0 + (idx % kVecsPerRow) * 8;
+      const int gn = n0 + row;
+      const bool in = gn < N && gk < K;
+      if constexpr (kFp8)
+        rb[i] = in ? __ldg(reinterpret_cast<const uint2*>(w8 + static_cast<int64_t>(gn) * K + gk)) : make_uint2(0, 0);
+      else
+        rb[i] = in ? __ldg(reinterpret_cast<const uint4*>(w16 + static_cast<int64_t>(gn) * K + gk))
+                   : make_uint4(0, 0, 0, 0);
+    }
+  };
+  auto store = [&]() {
+#pragma unroll
+    for (int i = 0; i < A_VECS; ++i) {
+      const int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, col = idx % kVecsPerRow;
+      Half8 v;
+      v.u = ra[i];
+      if constexpr (kGate) {  // the gated input is an fp16 tensor, as the unfused scale would write it
+        Half8 gv;
+        gv.u = rg[i];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v.h2[e] = __hmul2(v.h2[e], gv.h2[e]);
+      }
+      if constexpr (kFp8) v.u = round_to_e4m3(v, p.a_inv_scale);
+      *reinterpret_cast<uint4*>(As + row * kRowWords + col * 4) = v.u;
+    }
+#pragma unroll
+    for (int i = 0; i < B_VECS; ++i) {
+      const int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, col = idx % kVecsPerRow;
+      if constexpr (kFp8)
+        *reinterpret_cast<uint4*>(Bs + row * kRowWords + col * 4) = widen_e4m3(rb[i]);
+      else
+        *reinterpret_cast<uint4*>(Bs + row * kRowWords + col * 4) = rb[i];
+    }
+  };
+
+  load(0);
+  for (int k0 = 0; k0 < K; k0 += KE) {
+    store();
+    __syncthreads();
+    if (k0 + KE < K) load(k0 + KE);
+#pragma unroll
+    for (int kw = 0; kw < KE / 2; kw += 8) {  // two mma K steps of 16 halves per stage
+      uint32_t a[FM][4], b[FN][2];
+#pragma unroll
+      for (int i = 0; i < FM; ++i) {
+        const uint32_t* r = As + (wm * WM + i * 16 + g) * kRowWords + kw + t;
+        a[i][0] = r[0];
+        a[i][1] = r[8 * kRowWords];
+        a[i][2] = r[4];
+        a[i][3] = r[8 * kRowWords + 4];
+      }
+#pragma unroll
+      for (int j = 0; j < FN; ++j) {
+        const uint32_t* r = Bs + (wn * WN + j * 8 + g) * kRowWords + kw + t;
+        b[j][0] = r[0];
+        b[j][1] = r[4];
+      }
+#pragma unroll
+      for (int i = 0; i < FM; ++i)
+#pragma unroll
+        for (int j = 0; j < FN; ++j) mma(acc[i][j], a[i], b[j]);
+    }
+    __syncthreads();
+  }
+
+  // Epilogue in two passes through shared memory: the accumulators (thread (g, t) holds rows g
+  // and g + 8, columns 2t and 2t + 1 of each 16 x 8 tile) go in as fp32, scaled; then each
+  // thread takes 8 consecutive outputs of a row, so that residual loads and output stores are
+  // whole 16-byte (8-byte for E4M3) vectors rather than scattered 2- or 4-byte pieces.
+  float* Cs = reinterpret_cast<float*>(smem);
+#pragma unroll
+  for (int j = 0; j < FN; ++j) {
+    const int col = wn * WN + j * 8 + 2 * t;
+    float2 scale = make_float2(1.0f, 1.0f);
+    if constexpr (kFp8)
+      if (n0 + col < N) scale = __ldg(reinterpret_cast<const float2*>(p.col_scale + n0 + col));
+#pragma unroll
+    for (int i = 0; i < FM; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        *reinterpret_cast<float2*>(Cs + (wm * WM + i * 16 + g + h * 8) * LDC + col) =
+            make_float2(acc[i][j][2 * h] * scale.x, acc[i][j][2 * h + 1] * scale.y);
+  }
+  __syncthreads();
+  constexpr int C_VECS = BM * BN / 8 / kThreads;
+  static_assert(C_VECS * kThreads * 8 == BM * BN, "tile/threads");
+#pragma unroll
+  for (int c = 0; c < C_VECS; ++c) {
+    const int idx = threadIdx.x + c * kThreads, row = idx / (BN / 8), col = (idx % (BN / 8)) * 8;
+    const int gm = m0 + row, gn = n0 + col;
+    if (gm >= M || gn >= N) continue;
+    const float4* cs = reinterpret_cast<const float4*>(Cs + row * LDC + col);
+    const float4 lo = cs[0], hi = cs[1];
+    float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    if (p.bias) {
+      const float4 b0 = __ldg(reinterpret_cast<const float4*>(p.bias + gn)),
+                   b1 = __ldg(reinterpret_cast<const float4*>(p.bias + gn + 4));
+      v[0] += b0.x, v[1] += b0.y, v[2] += b0.z, v[3] += b0.w, v[4] += b1.x, v[5] += b1.y, v[6] += b1.z, v[7] += b1.w;
+    }
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = activate(v[e], p.act);
+    const int64_t off = static_cast<int64_t>(gm) * N + gn;
+    if constexpr (kResidual) {
+      Half8 r;
+      r.u = __ldg(reinterpret_cast<const uint4*>(p.residual + off));
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[e] += __half2float(r.h[e]);
+    }
+    if constexpr (kOutF32) {
+      float4* o = reinterpret_cast<float4*>(static_cast<float*>(p.out) + off);
+      o[0] = make_float4(v[0], v[1], v[2], v[3]);
+      o[1] = make_float4(v[4], v[5], v[6], v[7]);
+    } else if constexpr (kOutE4M3) {
+      uint32_t q[4];  // the fp16 value the consumer would otherwise read, rounded to E4M3 (node FP8 semantics)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 h = __half22float2(__floats2half2_rn(v[2 * e], v[2 * e + 1]));
+        q[e] = to_e4m3x2(h.x * p.out_inv_scale, h.y * p.out_inv_scale);
+      }
+      *reinterpret_cast<uint2*>(static_cast<uint8_t*>(p.out) + off) = make_uint2(q[0] | q[1] << 16, q[2] | q[3] << 16);
+    } else {
+      Half8 o;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o.h2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
+      *reinterpret_cast<uint4*>(static_cast<__half*>(p.out) + off) = o.u;
+    }
+  }
+}
+
+template <int BM, int BN, int WARPS_M, int WARPS_N, bool kFp8>
+void launch_precision(const GemmArgs& p, cudaStream_t s) {
+  const dim3 grid((p.n + BN - 1) / BN, (p.m + BM - 1) / BM);
+  constexpr int threads = WARPS_M * WARPS_N * 32;
+  const bool gate = p.gate != nullptr, res = p.residual != nullptr;
+#define KILN_MMA(G, R, F32, E4M3) \
+  launch(gemm_mma_kernel<BM, BN, WARPS_M, WARPS_N, kFp8, G, R, F32, E4M3>, grid, threads, 0, s, p)
+  if (p.out_f32)
+    KILN_MMA(false, false, true, false);
+  else if (p.out_e4m3)
+    KILN_MMA(false, false, false, true);
+  else if (gate && res)
+    KILN_MMA(true, true, false, false);
+  else if (gate)
+    KILN_MMA(true, false, false, false);
+  else if (res)
+    KILN_MMA(false, true, false, false);
+  else
+    KILN_MMA(false, false, false, false);
+#undef KILN_MMA
+}
+
+template <int BM, int BN, int WARPS_M, int WARPS_N>
+void launch_tile(const GemmArgs& p, cudaStream_t s) {
+  if (p.fp8)
+    launch_precision<BM, BN, WARPS_M, WARPS_N, true>(p, s);
+  else
+    launch_precision<BM, BN, WARPS_M, WARPS_N, false>(p, s);
+}
+
+}  // namespace
+
+void launch_gemm_mma(const GemmArgs& p, int tile, cudaStream_t s) {
+  switch (tile) {
+    case 1:
+      launch_tile<64, 64, 2, 2>(p, s);
+      break;
+    case 2:
+      launch_tile<64, 128, 2, 4>(p, s);
+      break;
+    case 3:
+      launch_tile<32, 64, 2, 2>(p, s);
+      break;
+    case 4:
+      launch_tile<128, 32, 4, 1>(p, s);
+      break;
+    default:
+      launch_tile<128, 64, 4, 2>(p, s);
+  }
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,176 @@
+// The CUDA backend's FP8 kernels against the CPU backend's FP8 emulation: the same graph with
+// the same scales must give the same numbers up to fp16 rounding of the activations (which can
+// move a value across an E4M3 rounding boundary), and FP8 must visibly differ from fp16.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "backends/engine.h"
+#include "checkpoints/safetensors.h"
+#include "graph/family_registry.h"
+#include "quantize/calibrate.h"
+#include "quantize/recipe.h"
+#include "tests/gpu/test_graphs.h"
+#include "tests/test_support.h"
+
+namespace kiln {
+namespace {
+
+// The pointwise convs in FP8, the depthwise convs with FP8 inputs (fp8-e4m3-expanded's layers).
+const char* kExpandedRecipe = R"({"name": "t", "layers": [{"kind": "pointwise"},
+                                   {"kind": "depthwise", "quantize": "input"}]})";
+
+// Every selected layer clipped at `clip`: small enough that some activations saturate.
+ModelDefinition quantized(ModelDefinition def, const char* recipe, int h, int w, float clip) {
+  auto layers = select_fp8_layers(def.graph, parse_recipe(nlohmann::json::parse(recipe), "t"), h, w);
+  std::map<int, float> clips;
+  for (const auto& l : layers) clips[l.node] = clip;
+  apply_fp8(def, layers, clips);
+  return def;
+}
+
+// One FP8 pointwise conv between fp16 layers, in each of its fused forms, with every GEMM
+// variant forced on every GEMM (the unfused squeeze-excite's small linears included).
+TEST(CudaFp8, SinglePointwiseConvMatchesCpuEmulation) {
+  REQUIRE_GPU();
+  for (bool gated : {false, true})
+    for (bool residual : {false, true}) {
+      test::GraphMaker g(21);
+      int x = g.input(3);
+      x = g.conv(x, 16, 3, 1, false, Activation::SiLU);
+      int y = gated ? g.squeeze_excite(x, 8) : x;
+      y = g.conv(y, 16, 1, 1, false, Activation::None);
+      if (residual) y = g.simple(Op::Add, {y, x});
+      y = g.simple(Op::GlobalAvgPool, {y});
+      y = g.linear(y, 8, Activation::None);
+      g.finish(y);
+      for (bool fp8 : {false, true}) {
+        ModelDefinition def =
+            fp8 ? quantized(g.def, R"({"name": "t", "layers": [{"kind": "pointwise"}]})", 6, 5, 2.0f) : g.def;
+        auto probe = make_engine("cuda", def.graph, def.weight_lookup());
+        probe->prepare(2, 6, 5);
+        nlohmann::json plan = probe->export_plan();
+        const size_t gemms = plan["batches"]["2"]["gemm"].size();
+        std::vector<float> input(2 * 3 * 6 * 5), a(2 * 8);
+        std::mt19937 rng(5);
+        std::normal_distribution<float> dist;
+        for (auto& v : input) v = dist(rng);
+        make_engine("cpu", def.graph, def.weight_lookup())->run(input.data(), 2, 6, 5, a.data());
+        for (const char* variant :
+             {"wmma_64x64", "wmma_128x64", "wmma_64x32", "wmma_32x64", "wmma_128x64_w8", "wmma_64x128_w8",
+              "wmma_32x64_k4", "wmma_32x64_k8", "mma_128x64", "mma_64x64", "mma_64x128", "mma_32x64", "mma_128x32"}) {
+          plan["batches"]["2"]["gemm"] = std::vector<std::string>(gemms, variant);
+          auto gpu = make_engine("cuda", def.graph, def.weight_lookup(), {{"cuda", plan}});
+          std::vector<float> b(2 * 8, std::nanf(""));
+          gpu->run(input.data(), 2, 6, 5, b.data());
+          std::string summary;
+          for (const auto& line : gpu->plan_summary(2)) summary += line + "; ";
+          std::string values;
+          for (size_t e = 0; e < b.size(); ++e) values += fmt::format(" {:.3g}/{:.3g}", a[e], b[e]);
+          EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 1e-2)
+              << "fp8 " << fp8 << " gate " << gated << " residual " << residual << " " << variant
+              << " CPU/CUDA:" << values << " plan: " << summary;
+        }
+      }
+    }
+}
+
+TEST(CudaFp8, MBConvPathMatchesCpuEmulation) {
+  REQUIRE_GPU();
+  for (int k : {3, 5})
+    for (int stride : {1, 2})
+      for (auto [batch, h, w] : {std::tuple{1, 32, 32}, std::tuple{3, 29, 37}, std::tuple{4, 64, 48}}) {
+        ModelDefinition fp32 = test::mbconv_graph(16, k, stride, false);
+        ModelDefinition fp8 = quantized(fp32, kExpandedRecipe, h, w, 3.0f);
+        const double gpu_vs_emulation = test::compare(fp8, batch, h, w);
+        // How far FP8 moves the output at all: the CPU's FP8 emulation against its fp32.
+        auto a = make_engine("cpu", fp32.graph, fp32.weight_lookup());
+        auto b = make_engine("cpu", fp8.graph, fp8.weight_lookup());
+        std::vector<float> in(static_cast<size_t>(batch) * 3 * h * w), ya(batch * 16), yb(batch * 16);
+        std::mt19937 rng(batch * 131 + h);  // test::compare's input
+        std::normal_distribution<float> d;
+        for (auto& v : in) v = d(rng);
+        a->run(in.data(), batch, h, w, ya.data());
+        b->run(in.data(), batch, h, w, yb.data());
+        const double fp8_effect = test::rel_l2(yb.data(), ya.data(), ya.size());
+        EXPECT_LT(gpu_vs_emulation, 3e-2) << "k" << k << " s" << stride << " batch " << batch;
+        EXPECT_LT(gpu_vs_emulation, 0.5 * fp8_effect) << "k" << k << " s" << stride << ": FP8 inactive on the GPU?";
+      }
+}
+
+TEST(CudaFp8, EveryFp8GemmVariantMatchesCpuEmulation) {
+  REQUIRE_GPU();
+  test::GraphMaker g(9);
+  int x = g.input(3);
+  x = g.conv(x, 48, 3, 2, false, Activation::SiLU);
+  int e = g.conv(x, 96, 1, 1, false, Activation::SiLU);
+  int d = g.conv(e, 96, 5, 1, true, Activation::SiLU);
+  d = g.squeeze_excite(d, 12);
+  int y = g.conv(d, 336, 1, 1, false, Activation::None);  // K past one stage
+  y = g.conv(y, 48, 1, 1, false, Activation::None);
+  y = g.simple(Op::Add, {y, x});
+  y = g.simple(Op::GlobalAvgPool, {y});
+  y = g.linear(y, 24, Activation::None);
+  g.finish(y);
+  ModelDefinition def = quantized(g.def, kExpandedRecipe, 19, 17, 4.0f);
+  auto probe = make_engine("cuda", def.graph, def.weight_lookup());
+  probe->prepare(2, 19, 17);
+  nlohmann::json plan = probe->export_plan();
+  const size_t gemms = plan["batches"]["2"]["gemm"].size();
+  // FP8 expand (-> E4M3), project (+gate), 336 -> 48 (+residual); the fp16 classifier
+  ASSERT_EQ(gemms, 4u);
+  auto cpu = make_engine("cpu", def.graph, def.weight_lookup());
+  std::vector<float> input(2 * 3 * 19 * 17), a(2 * 24);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist;
+  for (auto& v : input) v = dist(rng);
+  cpu->run(input.data(), 2, 19, 17, a.data());
+  for (const char* variant : {"mma_128x64", "mma_64x64", "mma_64x128", "mma_32x64", "mma_128x32"}) {
+    plan["batches"]["2"]["gemm"] = std::vector<std::string>(gemms, variant);
+    auto gpu = make_engine("cuda", def.graph, def.weight_lookup(), {{"cuda", plan}});
+    std::vector<float> b(2 * 24, std::nanf(""));
+    gpu->run(input.data(), 2, 19, 17, b.data());
+    EXPECT_EQ(gpu->export_plan()["batches"]["2"]["gemm"][0], variant) << "the forced plan was not used";
+    EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 3e-2) << variant;
+  }
+}
+
+TEST(CudaFp8, CalibratedB0AgreesWithCpuEmulationOnReferenceInputs) {
+  REQUIRE_GPU();
+  Checkpoint ckpt(test::data_path("checkpoints/efficientnet_b0.tfhub-transplant"));
+  const Family* family = FamilyRegistry::instance().find_family("efficientnet_b0");
+  SafetensorsFile ref(test::data_path("reference/efficientnet_b0_timm_reference.safetensors"));
+  Tensor in = ref.to_float("inputs");
+  const int batch = static_cast<int>(in.dim(0));
+  for (const auto& [name, text] : family->recipes()) {
+    if (name != "fp8-pointwise" && name != "fp8-e4m3-expanded") continue;
+    ModelDefinition def = family->build(ckpt), fp32 = def;
+    QuantRecipe recipe = parse_recipe(nlohmann::json::parse(text), name);
+    auto layers = select_fp8_layers(def.graph, recipe, 224, 224);
+    auto pre = classification::PreprocessConfig::from_json(def.task_config["preprocess"]);
+    CalibrationOptions calib{test::data_path("data/imagenet-calib-500"), 24, "", 8};
+    apply_fp8(def, layers, calibrate_activations(def, node_indices(layers), pre, recipe, calib));
+    auto cpu = make_engine("cpu", def.graph, def.weight_lookup());
+    auto gpu = make_engine("cuda", def.graph, def.weight_lookup());
+    auto ref = make_engine("cpu", fp32.graph, fp32.weight_lookup());
+    std::vector<float> a(batch * 1000), b(batch * 1000), r(batch * 1000);
+    cpu->run(in.data.data(), batch, 224, 224, a.data());
+    gpu->run(in.data.data(), batch, 224, 224, b.data());
+    ref->run(in.data.data(), batch, 224, 224, r.data());
+    // An E4M3 rounding that one side takes up and the other down (their fp16 inputs differ in the
+    // last bit) moves a value by a whole E4M3 step, so GPU and emulation differ more than fp16 and
+    // fp32 do; they must still differ clearly less than FP8 differs from fp32 (measured: about half).
+    const double gpu_vs_emulation = test::rel_l2(b.data(), a.data(), a.size());
+    const double fp8_effect = test::rel_l2(a.data(), r.data(), a.size());
+    std::printf("[cuda fp8] %s: GPU vs CPU emulation rel L2 %.2e (max |diff| %.3f); emulation vs fp32 %.2e\n",
+                name.c_str(), gpu_vs_emulation, test::max_abs_diff(a.data(), b.data(), a.size()), fp8_effect);
+    EXPECT_LT(gpu_vs_emulation, 0.75 * fp8_effect) << name;
+    int same = 0;
+    for (int n = 0; n < batch; ++n)
+      same += test::top_indices(a.data() + n * 1000, 1000, 1) == test::top_indices(b.data() + n * 1000, 1000, 1);
+    EXPECT_GE(same, batch - 1) << name;  // the 1300-image agreement is measured by kiln eval (family README)
+  }
+}
+
+}  // namespace
+}  // namespace kiln
