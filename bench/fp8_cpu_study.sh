@@ -20,7 +20,7 @@ $kiln eval "$out/fp32.bundle" --device cpu --data "$shared/data/imagenet-val-130
   python3 -c "import json, os, sys; r = json.load(open(sys.argv[1])); mib = os.path.getsize(sys.argv[2]) / 1048576
 print(f'| fp32 (reference) | 0 | {mib:.1f} | - | {r[\"top1\"]:.2f}% | {r[\"top5\"]:.2f}% | - | - |')" "$out/fp32.json" "$out/fp32.bundle"
 } > "$out/table.md"
-for recipe in fp8-pointwise fp8-pointwise-depthwise fp8-project fp8-pointwise-p9999; do
+for recipe in fp8-pointwise fp8-pointwise-depthwise fp8-project fp8-pointwise-p9999 fp8-e4m3-expanded; do
   $kiln build "$ckpt" -o "$out/$recipe.bundle" --precision fp8 --recipe "$recipe" \
     --calib "$shared/data/imagenet-calib-500" > "$out/$recipe.build.txt"
   $kiln eval "$out/$recipe.bundle" --device cpu --data "$shared/data/imagenet-val-1300" \
