@@ -87,6 +87,41 @@ TEST(Recipe, TheFamilyRecipesSelectTheSeedStudysLayers) {
   EXPECT_EQ(std::count_if(expanded.begin(), expanded.end(), [](const Fp8Layer& l) { return !l.weights; }), 16);
 }
 
+// The emulation rounds an FP8 layer's input to fp16 first (the precision layers exchange on the
+// GPU), then to E4M3: 1.0625 is the midpoint of E4M3's 1.0 and 1.125.
+TEST(Fp8, EmulationRoundsTheFp16InputToE4M3) {
+  ModelDefinition def;
+  Graph& g = def.graph;
+  const int in = g.add_value(8, "input"), out = g.add_value(8);
+  g.set_input(in);
+  Node n;
+  n.name = "pw";
+  n.op = Op::Conv2d;
+  n.inputs = {in};
+  n.output = out;
+  n.weight = "pw.weight";
+  n.weight_scale = "pw.weight_scale";
+  n.input_scale = 1.0f;
+  g.add_node(n);
+  g.set_output(out);
+  Tensor w({8, 1, 1, 8}), scale({8});
+  for (int o = 0; o < 8; ++o) {
+    w.data[o * 8 + o] = 1.0f;  // identity
+    scale.data[o] = 1.0f;
+  }
+  def.weights[n.weight] = w;
+  def.weights[n.weight_scale] = scale;
+  def.validate();
+  CpuEngine cpu(def.graph, def.weight_lookup());
+  // 1.0625 + 1.2e-7 is above the midpoint in fp32 (-> 1.125) but is 1.0625 in fp16 (a tie -> 1.0,
+  // the even one); 1.0635 stays above the midpoint in fp16 too.
+  std::vector<float> x(8, 1.06250012f), y(8);
+  x[1] = 1.0635f;
+  cpu.run(x.data(), 1, 1, 1, y.data());
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[1], 1.125f);
+}
+
 TEST(Fp8, InputOnlyLayersKeepTheirWeightsAndSurviveABundle) {
   ModelDefinition def = b0();
   const Graph& g = def.graph;

@@ -295,7 +295,7 @@ void CudaEngine::tune(int batch, BatchPlan& plan) {
         best_variant = v;
       }
     }
-    plan.variants[i] = best_variant;
+    plan.variants[i] = best_variant >= 0 ? best_variant : cuda::gemm_default_variant(args);
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);

@@ -154,7 +154,8 @@ void CudaEngine::build_steps(const WeightLookup& weights) {
             s.w = blob.add_half(w.data);
           }
           const auto& cons = consumers[s.y];
-          if (s.residual < 0 && s.y != graph_.output() && cons.size() == 1 && fp8_depthwise(nodes[cons[0]])) {
+          if (s.gate < 0 && s.residual < 0 && s.y != graph_.output() && cons.size() == 1 &&
+              fp8_depthwise(nodes[cons[0]])) {
             s.out_e4m3 = true;  // the depthwise conv reads half the bytes
             s.out_inv_scale = 1.0f / nodes[cons[0]].input_scale;
             e4m3_values.insert(s.y);
