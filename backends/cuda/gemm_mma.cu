@@ -67,9 +67,10 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArg
       const bool in = gm < M && gk < K;
       ra[i] =
           in ? __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(gm) * K + gk)) : make_uint4(0, 0, 0, 0);
-      if constexpr (kGate)
-        if (in)
-          rg[i] = __ldg(reinterpret_cast<const uint4*>(p.gate + static_cast<int64_t>(gm / p.rows_per_image) * K + gk));
+      if constexpr (kGate)  // zero past M and K too: 0 x an uninitialised register can be 0 x NaN
+        rg[i] =
+            in ? __ldg(reinterpret_cast<const uint4*>(p.gate + static_cast<int64_t>(gm / p.rows_per_image) * K + gk))
+               : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int i = 0; i < B_VECS; ++i) {
