@@ -84,9 +84,7 @@ TEST(CudaEngine, EveryGemmVariantMatchesCpu) {
   nlohmann::json plan = probe->export_plan();
   const size_t gemms = plan["batches"]["2"]["gemm"].size();
   ASSERT_GE(gemms, 3u);
-  for (const char* variant :
-       {"wmma_64x64", "wmma_128x64", "wmma_64x32", "wmma_32x64", "wmma_128x64_w8", "wmma_64x128_w8", "wmma_32x64_k4",
-        "wmma_32x64_k8", "mma_128x64", "mma_64x64", "mma_64x128", "mma_32x64", "mma_128x32"}) {
+  for (const std::string& variant : test::kGemmVariantNames) {
     plan["batches"]["2"]["gemm"] = std::vector<std::string>(gemms, variant);
     auto cpu = make_engine("cpu", g.def.graph, g.def.weight_lookup());
     auto gpu = make_engine("cuda", g.def.graph, g.def.weight_lookup(), {{"cuda", plan}});
@@ -121,9 +119,7 @@ TEST(CudaEngine, SmallLinearChainsMatchCpuWithEveryVariant) {
   std::normal_distribution<float> dist;
   for (auto& v : input) v = dist(rng);
   make_engine("cpu", g.def.graph, g.def.weight_lookup())->run(input.data(), 2, 6, 5, a.data());
-  for (const char* variant :
-       {"wmma_64x64", "wmma_128x64", "wmma_64x32", "wmma_32x64", "wmma_128x64_w8", "wmma_64x128_w8", "wmma_32x64_k4",
-        "wmma_32x64_k8", "mma_128x64", "mma_64x64", "mma_64x128", "mma_32x64", "mma_128x32"}) {
+  for (const std::string& variant : test::kGemmVariantNames) {
     plan["batches"]["2"]["gemm"] = std::vector<std::string>(gemms, variant);
     auto gpu = make_engine("cuda", g.def.graph, g.def.weight_lookup(), {{"cuda", plan}});
     std::vector<float> b(a.size(), std::nanf(""));

@@ -29,8 +29,9 @@ ModelDefinition quantized(ModelDefinition def, const char* recipe, int h, int w,
   return def;
 }
 
-// One FP8 pointwise conv between fp16 layers, in each of its fused forms, with every GEMM
-// variant forced on every GEMM (the unfused squeeze-excite's small linears included).
+// One pointwise conv, fp16 and FP8, between fp16 layers, in each of its fused forms (a gate from
+// an unfused squeeze-excite, whose small linears are GEMMs too; a residual), with every GEMM
+// variant forced on every GEMM. K = 16 is half a K stage: the tiles' zero padding is exercised.
 TEST(CudaFp8, SinglePointwiseConvMatchesCpuEmulation) {
   REQUIRE_GPU();
   for (bool gated : {false, true})
@@ -56,9 +57,7 @@ TEST(CudaFp8, SinglePointwiseConvMatchesCpuEmulation) {
         std::normal_distribution<float> dist;
         for (auto& v : input) v = dist(rng);
         make_engine("cpu", def.graph, def.weight_lookup())->run(input.data(), 2, 6, 5, a.data());
-        for (const char* variant :
-             {"wmma_64x64", "wmma_128x64", "wmma_64x32", "wmma_32x64", "wmma_128x64_w8", "wmma_64x128_w8",
-              "wmma_32x64_k4", "wmma_32x64_k8", "mma_128x64", "mma_64x64", "mma_64x128", "mma_32x64", "mma_128x32"}) {
+        for (const std::string& variant : test::kGemmVariantNames) {
           plan["batches"]["2"]["gemm"] = std::vector<std::string>(gemms, variant);
           auto gpu = make_engine("cuda", def.graph, def.weight_lookup(), {{"cuda", plan}});
           std::vector<float> b(2 * 8, std::nanf(""));
