@@ -4,7 +4,7 @@
 // pass over memory. cuBLASLt has no SiLU epilogue and no per-(image, k) input scaling.
 #include <mma.h>
 
-#include "backends/cuda/activation.cuh"
+#include "backends/cuda/gemm_epilogue.cuh"
 #include "backends/cuda/gemm_mma.cuh"
 #include "backends/cuda/launch.cuh"
 
@@ -16,35 +16,6 @@ using namespace nvcuda;
 
 constexpr int BK = 32;
 constexpr int LDS = BK + 8;  // padded shared rows (halves) against bank conflicts
-
-// bias, activation, residual and the store of 8 consecutive outputs of row gm.
-template <bool kResidual, bool kOutF32>
-__device__ __forceinline__ void store_outputs(const GemmArgs& p, int gm, int gn, float (&v)[8]) {
-  if (p.bias) {
-    const float4 b0 = __ldg(reinterpret_cast<const float4*>(p.bias + gn)),
-                 b1 = __ldg(reinterpret_cast<const float4*>(p.bias + gn + 4));
-    v[0] += b0.x, v[1] += b0.y, v[2] += b0.z, v[3] += b0.w, v[4] += b1.x, v[5] += b1.y, v[6] += b1.z, v[7] += b1.w;
-  }
-#pragma unroll
-  for (int e = 0; e < 8; ++e) v[e] = activate(v[e], p.act);
-  const int64_t off = static_cast<int64_t>(gm) * p.n + gn;
-  if constexpr (kResidual) {
-    Half8 r;
-    r.u = __ldg(reinterpret_cast<const uint4*>(p.residual + off));
-#pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] += __half2float(r.h[e]);
-  }
-  if constexpr (kOutF32) {
-    float4* o = reinterpret_cast<float4*>(static_cast<float*>(p.out) + off);
-    o[0] = make_float4(v[0], v[1], v[2], v[3]);
-    o[1] = make_float4(v[4], v[5], v[6], v[7]);
-  } else {
-    Half8 o;
-#pragma unroll
-    for (int e = 0; e < 4; ++e) o.h2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
-    *reinterpret_cast<uint4*>(static_cast<__half*>(p.out) + off) = o.u;
-  }
-}
 
 // A block of WARPS_M x WARPS_N warps computes a BM x BN tile; each warp a (BM/WARPS_M) x
 // (BN/WARPS_N) piece as 16x16 WMMA fragments. With kSplit, blockIdx.z takes one slice of K and

@@ -9,7 +9,7 @@
 // input gate and no fused input quantisation, so each would cost extra passes over memory.
 #include <type_traits>
 
-#include "backends/cuda/fp8.cuh"
+#include "backends/cuda/gemm_epilogue.cuh"
 #include "backends/cuda/gemm_mma.cuh"
 #include "backends/cuda/launch.cuh"
 
@@ -168,38 +168,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArg
     const float4* cs = reinterpret_cast<const float4*>(Cs + row * LDC + col);
     const float4 lo = cs[0], hi = cs[1];
     float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    if (p.bias) {
-      const float4 b0 = __ldg(reinterpret_cast<const float4*>(p.bias + gn)),
-                   b1 = __ldg(reinterpret_cast<const float4*>(p.bias + gn + 4));
-      v[0] += b0.x, v[1] += b0.y, v[2] += b0.z, v[3] += b0.w, v[4] += b1.x, v[5] += b1.y, v[6] += b1.z, v[7] += b1.w;
-    }
-#pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = activate(v[e], p.act);
-    const int64_t off = static_cast<int64_t>(gm) * N + gn;
-    if constexpr (kResidual) {
-      Half8 r;
-      r.u = __ldg(reinterpret_cast<const uint4*>(p.residual + off));
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] += __half2float(r.h[e]);
-    }
-    if constexpr (kOutF32) {
-      float4* o = reinterpret_cast<float4*>(static_cast<float*>(p.out) + off);
-      o[0] = make_float4(v[0], v[1], v[2], v[3]);
-      o[1] = make_float4(v[4], v[5], v[6], v[7]);
-    } else if constexpr (kOutE4M3) {
-      uint32_t q[4];  // the fp16 value the consumer would otherwise read, rounded to E4M3 (node FP8 semantics)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 h = __half22float2(__floats2half2_rn(v[2 * e], v[2 * e + 1]));
-        q[e] = to_e4m3x2(h.x * p.out_inv_scale, h.y * p.out_inv_scale);
-      }
-      *reinterpret_cast<uint2*>(static_cast<uint8_t*>(p.out) + off) = make_uint2(q[0] | q[1] << 16, q[2] | q[3] << 16);
-    } else {
-      Half8 o;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o.h2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
-      *reinterpret_cast<uint4*>(static_cast<__half*>(p.out) + off) = o.u;
-    }
+    store_outputs<kResidual, kOutF32, kOutE4M3>(p, gm, gn, v);
   }
 }
 
