@@ -16,4 +16,13 @@ struct WeightView {
 };
 using WeightLookup = std::function<WeightView(const std::string&)>;
 
+// An FP8 weight's values: its stored E4M3 values times the scale of their output channel
+// (scale [out]; each output channel's values are contiguous).
+inline std::vector<float> dequantize_per_channel(const WeightView& w, const WeightView& scale) {
+  std::vector<float> out(w.data.size());
+  const size_t per_out = w.data.size() / scale.data.size();
+  for (size_t i = 0; i < out.size(); ++i) out[i] = w.data[i] * scale.data[i / per_out];
+  return out;
+}
+
 }  // namespace kiln

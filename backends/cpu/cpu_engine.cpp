@@ -24,11 +24,8 @@ CpuEngine::CpuEngine(const Graph& graph, const WeightLookup& weights) : graph_(g
         int out = static_cast<int>(w.shape[0]), k = n.kernel, cin_g = static_cast<int>(w.shape[3]);
         int in = graph_.values()[n.inputs[0]].channels;
         std::vector<float> dequantized;
-        if (n.fp8_weights()) {  // FP8 weights are E4M3 values times a per-output-channel scale
-          WeightView scale = weights(n.weight_scale);
-          const size_t per_out = w.data.size() / out;
-          dequantized.resize(w.data.size());
-          for (size_t i = 0; i < dequantized.size(); ++i) dequantized[i] = w.data[i] * scale.data[i / per_out];
+        if (n.fp8_weights()) {
+          dequantized = dequantize_per_channel(w, weights(n.weight_scale));
           w.data = dequantized;
         }
         if (k == 1 && n.stride == 1 && n.groups == 1 &&

@@ -16,6 +16,12 @@ namespace {
 
 constexpr size_t kWorkspaceBytes = 16u << 20;  // split-K partial sums; variants that need more are skipped
 
+// Whether this GEMM can run tile variant v: the kernel takes its inputs and outputs, and its
+// split-K partial sums fit the workspace.
+bool variant_runs(const cuda::GemmArgs& a, int v) {
+  return cuda::gemm_variant_supports(a, v) && cuda::gemm_workspace_bytes(a, v) <= kWorkspaceBytes;
+}
+
 // The fields the stem and depthwise kernels share: sizes, kernel, stride, resolved padding.
 template <typename ConvArgs>
 void set_conv_geometry(ConvArgs& a, int batch, const Dims& x, const Dims& y, const Node& n, cuda::Act act) {
@@ -199,8 +205,7 @@ void CudaEngine::enqueue(int batch, const BatchPlan& plan, cudaStream_t st, int 
       case CudaStep::Gemm: {
         const cuda::GemmArgs a = gemm_args(s, batch, plan);
         int variant = plan.variants[i];
-        if (!cuda::gemm_variant_supports(a, variant) || cuda::gemm_workspace_bytes(a, variant) > kWorkspaceBytes)
-          variant = cuda::gemm_default_variant(a);
+        if (!variant_runs(a, variant)) variant = cuda::gemm_default_variant(a);
         cuda::launch_gemm(a, variant, st);
         break;
       }
@@ -281,7 +286,7 @@ void CudaEngine::tune(int batch, BatchPlan& plan) {
     int best_variant = -1;
     const cuda::GemmArgs args = gemm_args(steps_[i], batch, plan);
     for (int v = 0; v < cuda::kGemmVariants; ++v) {
-      if (!cuda::gemm_variant_supports(args, v) || cuda::gemm_workspace_bytes(args, v) > kWorkspaceBytes) continue;
+      if (!variant_runs(args, v)) continue;
       plan.variants[i] = v;
       enqueue(batch, plan, stream_, i);  // warm up
       KILN_CUDA_CHECK(cudaEventRecord(start, stream_));
@@ -331,8 +336,7 @@ void CudaEngine::prepare(int batch, int height, int width) {
         if (steps_[i].kind != CudaStep::Gemm) continue;
         const cuda::GemmArgs args = gemm_args(steps_[i], batch, it->second);
         int& v = it->second.variants[i];
-        if (!cuda::gemm_variant_supports(args, v) || cuda::gemm_workspace_bytes(args, v) > kWorkspaceBytes)
-          v = cuda::gemm_default_variant(args);
+        if (!variant_runs(args, v)) v = cuda::gemm_default_variant(args);
       }
     } else {
       tune(batch, it->second);

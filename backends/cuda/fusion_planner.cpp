@@ -101,11 +101,8 @@ void CudaEngine::build_steps(const WeightLookup& weights) {
         std::vector<float> dequantized;
         if (n.fp8_weights()) {
           if (compute_capability_ < 89) unsupported(n, "FP8 needs compute capability 8.9 or newer");
-          if (!is_pointwise(n)) {  // CUDA-core kernels: E4M3 values times their scale, as the CPU backend
-            WeightView scale = weights(n.weight_scale);
-            const size_t per_out = w.data.size() / cout;
-            dequantized.resize(w.data.size());
-            for (size_t e = 0; e < dequantized.size(); ++e) dequantized[e] = w.data[e] * scale.data[e / per_out];
+          if (!is_pointwise(n)) {  // CUDA-core kernels take the weight's values, as the CPU backend
+            dequantized = dequantize_per_channel(w, weights(n.weight_scale));
             w.data = dequantized;
           }
         }
