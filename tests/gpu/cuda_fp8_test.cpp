@@ -48,18 +48,12 @@ TEST(CudaFp8, SinglePointwiseConvMatchesCpuEmulation) {
       for (bool fp8 : {false, true}) {
         ModelDefinition def =
             fp8 ? quantized(g.def, R"({"name": "t", "layers": [{"kind": "pointwise"}]})", 6, 5, 2.0f) : g.def;
-        auto probe = make_engine("cuda", def.graph, def.weight_lookup());
-        probe->prepare(2, 6, 5);
-        nlohmann::json plan = probe->export_plan();
-        const size_t gemms = plan["batches"]["2"]["gemm"].size();
-        std::vector<float> input(2 * 3 * 6 * 5), a(2 * 8);
-        std::mt19937 rng(5);
-        std::normal_distribution<float> dist;
-        for (auto& v : input) v = dist(rng);
+        const test::ForcedVariants forced(def, 2, 6, 5);
+        const std::vector<float> input = test::random_input(def, 2, 6, 5, 5);
+        std::vector<float> a(2 * 8);
         make_engine("cpu", def.graph, def.weight_lookup())->run(input.data(), 2, 6, 5, a.data());
         for (const std::string& variant : test::kGemmVariantNames) {
-          plan["batches"]["2"]["gemm"] = std::vector<std::string>(gemms, variant);
-          auto gpu = make_engine("cuda", def.graph, def.weight_lookup(), {{"cuda", plan}});
+          auto gpu = forced.engine(variant);
           std::vector<float> b(2 * 8, std::nanf(""));
           gpu->run(input.data(), 2, 6, 5, b.data());
           std::string summary;
@@ -85,10 +79,8 @@ TEST(CudaFp8, MBConvPathMatchesCpuEmulation) {
         // How far FP8 moves the output at all: the CPU's FP8 emulation against its fp32.
         auto a = make_engine("cpu", fp32.graph, fp32.weight_lookup());
         auto b = make_engine("cpu", fp8.graph, fp8.weight_lookup());
-        std::vector<float> in(static_cast<size_t>(batch) * 3 * h * w), ya(batch * 16), yb(batch * 16);
-        std::mt19937 rng(batch * 131 + h);  // test::compare's input
-        std::normal_distribution<float> d;
-        for (auto& v : in) v = d(rng);
+        const std::vector<float> in = test::random_input(fp32, batch, h, w, test::compare_seed(batch, h));
+        std::vector<float> ya(batch * 16), yb(batch * 16);
         a->run(in.data(), batch, h, w, ya.data());
         b->run(in.data(), batch, h, w, yb.data());
         const double fp8_effect = test::rel_l2(yb.data(), ya.data(), ya.size());
@@ -112,21 +104,14 @@ TEST(CudaFp8, EveryFp8GemmVariantMatchesCpuEmulation) {
   y = g.linear(y, 24, Activation::None);
   g.finish(y);
   ModelDefinition def = quantized(g.def, kExpandedRecipe, 19, 17, 4.0f);
-  auto probe = make_engine("cuda", def.graph, def.weight_lookup());
-  probe->prepare(2, 19, 17);
-  nlohmann::json plan = probe->export_plan();
-  const size_t gemms = plan["batches"]["2"]["gemm"].size();
+  const test::ForcedVariants forced(def, 2, 19, 17);
   // FP8 expand (-> E4M3), project (+gate), 336 -> 48 (+residual); the fp16 classifier
-  ASSERT_EQ(gemms, 4u);
-  auto cpu = make_engine("cpu", def.graph, def.weight_lookup());
-  std::vector<float> input(2 * 3 * 19 * 17), a(2 * 24);
-  std::mt19937 rng(3);
-  std::normal_distribution<float> dist;
-  for (auto& v : input) v = dist(rng);
-  cpu->run(input.data(), 2, 19, 17, a.data());
+  ASSERT_EQ(forced.gemms(), 4u);
+  const std::vector<float> input = test::random_input(def, 2, 19, 17, 3);
+  std::vector<float> a(2 * 24);
+  make_engine("cpu", def.graph, def.weight_lookup())->run(input.data(), 2, 19, 17, a.data());
   for (const char* variant : {"mma_128x64", "mma_64x64", "mma_64x128", "mma_32x64", "mma_128x32"}) {
-    plan["batches"]["2"]["gemm"] = std::vector<std::string>(gemms, variant);
-    auto gpu = make_engine("cuda", def.graph, def.weight_lookup(), {{"cuda", plan}});
+    auto gpu = forced.engine(variant);
     std::vector<float> b(2 * 24, std::nanf(""));
     gpu->run(input.data(), 2, 19, 17, b.data());
     EXPECT_EQ(gpu->export_plan()["batches"]["2"]["gemm"][0], variant) << "the forced plan was not used";

@@ -1,11 +1,14 @@
-// Test graphs for the GPU tests (built node by node with random weights), the CPU-vs-CUDA
-// comparison they use, and the skip for machines without a usable GPU.
+// Test graphs for the GPU tests (built node by node with random weights), their random inputs,
+// the CPU-vs-CUDA comparison, engines with a GEMM tile variant forced, and the skip for machines
+// without a usable GPU.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -100,14 +103,23 @@ class GraphMaker {
   std::mt19937 rng_;
 };
 
+// Standard-normal input for `batch` images of h x w, the same for the same seed.
+inline std::vector<float> random_input(const ModelDefinition& def, int batch, int h, int w, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> input(static_cast<size_t>(batch) * def.graph.values()[def.graph.input()].channels * h * w);
+  for (auto& v : input) v = d(rng);
+  return input;
+}
+
+// The input compare() uses for a batch size and height.
+inline uint32_t compare_seed(int batch, int h) { return static_cast<uint32_t>(batch * 131 + h); }
+
 // Runs both engines on the same random input; returns the relative L2 error of CUDA vs CPU.
 inline double compare(const ModelDefinition& def, int batch, int h, int w, double* max_abs = nullptr) {
   auto cpu = make_engine("cpu", def.graph, def.weight_lookup());
   auto gpu = make_engine("cuda", def.graph, def.weight_lookup());
-  std::mt19937 rng(batch * 131 + h);
-  std::normal_distribution<float> d;
-  std::vector<float> input(static_cast<size_t>(batch) * def.graph.values()[def.graph.input()].channels * h * w);
-  for (auto& v : input) v = d(rng);
+  const std::vector<float> input = random_input(def, batch, h, w, compare_seed(batch, h));
   const int out = cpu->output_elements(h, w);
   std::vector<float> a(static_cast<size_t>(batch) * out), b(a.size(), std::nanf(""));
   cpu->run(input.data(), batch, h, w, a.data());
@@ -117,6 +129,28 @@ inline double compare(const ModelDefinition& def, int batch, int h, int w, doubl
   if (max_abs) *max_abs = test::max_abs_diff(a.data(), b.data(), a.size());
   return test::rel_l2(b.data(), a.data(), a.size());
 }
+
+// CUDA engines with one GEMM tile variant forced on every GEMM: the saved plan of a probe engine
+// prepared for batch x h x w, with its choices replaced.
+class ForcedVariants {
+ public:
+  ForcedVariants(const ModelDefinition& def, int batch, int h, int w) : def_(def), batch_(std::to_string(batch)) {
+    auto probe = make_engine("cuda", def.graph, def.weight_lookup());
+    probe->prepare(batch, h, w);
+    plan_ = probe->export_plan();
+  }
+  size_t gemms() const { return plan_.at("batches").at(batch_).at("gemm").size(); }
+  std::unique_ptr<Engine> engine(const std::string& variant) const {
+    nlohmann::json plan = plan_;
+    plan["batches"][batch_]["gemm"] = std::vector<std::string>(gemms(), variant);
+    return make_engine("cuda", def_.graph, def_.weight_lookup(), {{"cuda", plan}});
+  }
+
+ private:
+  const ModelDefinition& def_;
+  std::string batch_;
+  nlohmann::json plan_;
+};
 
 // stem -> expand -> depthwise + SE -> project (+ residual) -> head conv -> pool -> classifier:
 // the fused path, as in an MBConv network.
