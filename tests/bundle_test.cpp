@@ -78,12 +78,7 @@ std::vector<uint8_t> tiny_bundle_bytes() {
 }
 
 std::string error_of(const std::vector<uint8_t>& bytes) {
-  try {
-    Bundle::from_bytes(bytes, "x.bundle");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_message([&] { Bundle::from_bytes(bytes, "x.bundle"); });
 }
 
 // Rewrites the manifest (and both checksums) so that structural checks behind them are reached.

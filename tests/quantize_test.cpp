@@ -24,12 +24,7 @@ nlohmann::json seed_recipe() {
 }
 
 std::string recipe_error(const nlohmann::json& j) {
-  try {
-    parse_recipe(j, "t.json");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_message([&] { parse_recipe(j, "t.json"); });
 }
 
 TEST(Recipe, ParsesAndRejectsBadInput) {

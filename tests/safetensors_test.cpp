@@ -23,12 +23,7 @@ std::vector<uint8_t> make_file(const std::string& header, size_t data_bytes) {
 }
 
 std::string error_of(const std::vector<uint8_t>& bytes) {
-  try {
-    SafetensorsFile::from_bytes(bytes, "t.safetensors");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_message([&] { SafetensorsFile::from_bytes(bytes, "t.safetensors"); });
 }
 
 TEST(Safetensors, ReadsRealCheckpoint) {

@@ -1,4 +1,5 @@
-// Helpers shared by kiln's tests: where the shared test data is, and numeric comparisons.
+// Helpers shared by kiln's tests: where the shared test data is, kiln's error messages, and
+// numeric comparisons.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,7 +9,20 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+
 namespace kiln::test {
+
+// The message of the kiln::Error that f() throws, or "" when it throws none.
+template <typename F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // KILN_TEST_DATA, default ../shared next to the repository. Tests need it: a missing folder fails.
 inline std::string data_dir() {
