@@ -26,6 +26,14 @@ bool is_pointwise(const Node& n) {
          (n.pad.same || (n.pad.top == 0 && n.pad.left == 0 && n.pad.bottom == 0 && n.pad.right == 0));
 }
 
+// A conv with groups = input = output channels that the depthwise kernel takes (the graph checks
+// that its weight is then [c, k, k, 1]).
+bool is_cuda_depthwise(const Node& n, const std::vector<Value>& values) {
+  const int c = values[n.inputs[0]].channels;
+  return n.op == Op::Conv2d && n.groups == c && c == values[n.output].channels &&
+         cuda::depthwise_supported(n.kernel, n.stride, c);
+}
+
 // Host staging for the weight blob; each tensor 256-byte aligned.
 class Blob {
  public:
@@ -77,11 +85,7 @@ void CudaEngine::build_steps(const WeightLookup& weights) {
   };
   // Values a GEMM stores as E4M3 for their one consumer, an FP8-input depthwise conv.
   std::set<int> e4m3_values;
-  auto fp8_depthwise = [&](const Node& c) {
-    const int ch = values[c.inputs[0]].channels;
-    return c.op == Op::Conv2d && c.fp8_input() && c.groups == ch && ch == values[c.output].channels &&
-           cuda::depthwise_supported(c.kernel, c.stride, ch);
-  };
+  auto fp8_depthwise = [&](const Node& c) { return c.fp8_input() && is_cuda_depthwise(c, values); };
 
   for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
     if (handled[i]) continue;
@@ -162,8 +166,7 @@ void CudaEngine::build_steps(const WeightLookup& weights) {
           if (s.gate >= 0) s.reads.push_back(s.gate);
           if (s.residual >= 0) s.reads.push_back(s.residual);
           s.writes = {s.y};
-        } else if (n.groups == cin && cin == cout && w.shape[3] == 1 &&
-                   cuda::depthwise_supported(n.kernel, n.stride, cin)) {
+        } else if (is_cuda_depthwise(n, values)) {
           s.kind = CudaStep::Depthwise;
           if (n.fp8_input()) {
             s.x_mode = e4m3_values.count(in) ? cuda::DepthwiseInput::E4M3 : cuda::DepthwiseInput::F16ToE4M3;
