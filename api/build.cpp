@@ -54,13 +54,14 @@ QuantRecipe load_recipe(const ModelDefinition& def, const std::string& name) {
   if (name.ends_with(".json")) return parse_recipe(read_json_file(name, "recipe"), name);
   const Family* family = FamilyRegistry::instance().find_family(def.architecture);
   KILN_CHECK(family, "[build] no family builds '{}'", def.architecture);
-  auto recipes = family->recipes();
+  const auto& recipes = family->info().recipes;
   KILN_CHECK(!recipes.empty(), "[build] family {} ships no FP8 recipe; give one with --recipe FILE.json",
              family->name());
+  const std::string wanted = name.empty() ? family->info().default_recipe : name;
   std::vector<std::string> names;
   for (const auto& [n, text] : recipes) {
     names.push_back(n);
-    if (name.empty() || n == name) {
+    if (n == wanted) {
       auto j = nlohmann::json::parse(text, nullptr, false);
       KILN_CHECK(!j.is_discarded(), "[build] recipe {} of {} is not valid JSON", n, family->name());
       return parse_recipe(j, n);
@@ -106,7 +107,7 @@ Status build(const std::string& source, const std::string& output_path, const Bu
     ModelDefinition def = define_model(src.dir);
     if (!options.labels_file.empty()) {
       auto labels = read_labels(options.labels_file);
-      size_t classes = def.task_config["labels"].size();
+      const size_t classes = def.task_config["labels"].size();
       KILN_CHECK(labels.size() == classes, "[build] labels file {} has {} names for {} classes", options.labels_file,
                  labels.size(), classes);
       def.task_config["labels"] = labels;
@@ -125,7 +126,7 @@ Status build(const std::string& source, const std::string& output_path, const Bu
       QuantRecipe recipe = load_recipe(def, options.recipe);
       recipe_name = recipe.name;
       auto pre = classification::PreprocessConfig::from_json(def.task_config.at("preprocess"));
-      auto layers = select_fp8_layers(def.graph, recipe, pre.height, pre.width);
+      auto layers = select_fp8_layers(def.graph(), recipe);
       KILN_CHECK(!layers.empty(), "[build] recipe {} selects no layer of {}", recipe.name, def.architecture);
       CalibrationOptions calib{options.calib, options.calib_samples, options.calib_method};
       apply_fp8(def, layers, calibrate_activations(def, node_indices(layers), pre, recipe, calib));
@@ -142,13 +143,18 @@ Status build(const std::string& source, const std::string& output_path, const Bu
     // With a GPU, time the candidate kernels for every batch size now and keep the choices.
     std::string planned_on;
     double planning_seconds = 0;
-    if (options.precision == "fp16" && cuda_available()) {  // no FP8 CUDA kernels yet
+    if (options.precision != "fp32" && cuda_available()) {
       auto t0 = std::chrono::steady_clock::now();
-      auto engine = make_engine("cuda", def.graph, def.weight_lookup());
-      auto pre = def.task_config["preprocess"]["input_size"];
-      for (int b : options.batch_sizes) engine->prepare(b, pre[1].get<int>(), pre[2].get<int>());
-      info.plans["cuda"] = engine->export_plan();
-      planned_on = engine->device();
+      const Graph& g = def.graph(def.task_config.value("graph", std::string("main")));
+      Engine engine(g, def.constants(), EngineOptions{"cuda", "fp16"});
+      for (int b : options.batch_sizes) {
+        Bindings sizes = g.example_bindings();
+        KILN_CHECK(sizes.count("batch"), "[build] --batch: the graph has no 'batch' dim");
+        sizes["batch"] = b;
+        engine.prepare(sizes);
+      }
+      info.plans = engine.export_plans();
+      planned_on = engine.device();
       planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     uint64_t bytes = write_bundle(output_path, def, info);

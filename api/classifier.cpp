@@ -26,7 +26,7 @@ Status Classifier::load(const std::string& path, std::unique_ptr<Classifier>* ou
     i.revision = model.value("revision", "");
     i.family = model.value("family", "");
     i.architecture = model.value("architecture", "");
-    i.precision = m.value("precision", "");
+    i.precision = bundle->precision();
     i.kiln_version = m.value("kiln_version", "");
     i.created = m.value("created", "");
     const auto& pre = c->impl_->model->preprocess_config();
@@ -34,7 +34,8 @@ Status Classifier::load(const std::string& path, std::unique_ptr<Classifier>* ou
     i.height = pre.height;
     i.width = pre.width;
     i.num_classes = c->impl_->model->num_classes();
-    i.batch_sizes = m.value("input", nlohmann::json::object()).value("batch_sizes", std::vector<int>{1});
+    i.batch_sizes = m.value("build", nlohmann::json::object()).value("batch_sizes", std::vector<int>{1});
+    i.task = m.at("task").value("type", "");
     i.bundle_bytes = bundle->file_size();
     i.device = c->impl_->model->engine().device();
     *out = std::move(c);

@@ -1,55 +1,586 @@
 #include "backends/engine.h"
 
-#include <chrono>
-#include <cstdio>
+#include <fmt/format.h>
 
-#include "backends/cpu/cpu_engine.h"
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/memory_plan.h"
+#include "backends/placement.h"
+#include "core/checked_math.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace kiln {
 
-// Defined in backends/cuda/ (or backends/no_cuda/ in builds without CUDA).
-bool cuda_backend_available();
-std::unique_ptr<Engine> make_cuda_engine(const Graph& graph, const WeightLookup& weights, const nlohmann::json& plan);
+namespace {
 
-bool cuda_available() { return cuda_backend_available(); }
+constexpr size_t kWorkspaceCap = 16u << 20;  // scratch per backend; variants that need more are skipped
+constexpr int64_t kAlignment = 256;
+
+size_t value_bytes(DType t, const Shape& s) {
+  return checked_mul(checked_numel(s, "tensor"), dtype_size(t), "tensor bytes");
+}
+
+}  // namespace
 
 void fill_benchmark_input(std::span<float> input) {
   for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
 }
 
-std::vector<double> Engine::benchmark(int batch, int height, int width, int warmup, int samples, int calls_per_sample) {
-  std::vector<float> input(static_cast<size_t>(batch) * input_channels() * height * width);
-  std::vector<float> output(static_cast<size_t>(batch) * output_elements(height, width));
-  fill_benchmark_input(input);
-  for (int i = 0; i < warmup; ++i) run(input.data(), batch, height, width, output.data());
+// --- StateStore
+
+StateStore::~StateStore() {
+  for (auto& [name, e] : entries_) e.backend->release(e.data);
+}
+
+StateStore::Entry& StateStore::get(const std::string& name, const std::shared_ptr<Backend>& backend, DType dtype,
+                                   const Shape& shape) {
+  auto it = entries_.find(name);
+  if (it != entries_.end()) {
+    Entry& e = it->second;
+    // Engines of one model have backends of their own, on the same device: its memory serves them all.
+    if (e.backend->device() == backend->device() && e.dtype == dtype && e.shape == shape) return e;
+    e.backend->release(e.data);
+    entries_.erase(it);
+  }
+  Entry e{backend, nullptr, dtype, shape, value_bytes(dtype, shape)};
+  e.data = backend->allocate(e.bytes);
+  backend->zero(e.data, e.bytes);
+  backend->synchronize();
+  ++generation_;
+  return entries_[name] = e;
+}
+
+void StateStore::reset() {
+  for (auto& [name, e] : entries_) {
+    e.backend->zero(e.data, e.bytes);
+    e.backend->synchronize();
+  }
+}
+
+// --- Engine
+
+struct Plan {
+  Bindings bindings;
+  std::vector<Shape> shapes;                         // per value
+  std::vector<void*> ptr;                            // per value (constants: see Impl::constant_ptr)
+  std::vector<void*> arena, zero_region, workspace;  // per backend
+  std::vector<size_t> arena_bytes, zero_bytes;
+  std::vector<KernelArgs> args;  // per node
+  std::vector<int> variants;     // per node
+  std::unique_ptr<Replay> replay;
+  uint64_t state_generation = 0;
+};
+
+struct Engine::Impl {
+  Graph original, exec;
+  ConstantLookup constants;
+  EngineOptions options;
+  std::vector<std::shared_ptr<Backend>> backends;  // [0]: the one asked for; [1]: the CPU, for fallback
+  std::shared_ptr<StateStore> states;
+  std::vector<int> node_backend, value_backend, root;
+  std::vector<std::unique_ptr<Kernel>> kernels;          // per node; none for copies
+  std::map<std::pair<int, int>, void*> constant_memory;  // (value, backend)
+  std::map<std::string, nlohmann::json> saved;           // plan key -> {node name: variant}
+  std::map<std::string, std::unique_ptr<Plan>> plans;
+  std::map<std::string, std::vector<int>> tuned;  // plan key -> variants, kept when a plan is rebuilt
+  Observer observer;
+  int fallback_nodes = 0;
+
+  Backend& primary() { return *backends[0]; }
+  std::string key(const Bindings& b, const std::vector<int>& taps) const;
+  Plan& plan_for(const Bindings& b, const std::vector<int>& taps);
+  void make_plan(Plan& plan, const std::string& key, const Bindings& b, const std::vector<int>& taps);
+  void materialize_constants();
+  void choose_variants(Plan& plan, const std::string& key);
+  void execute(Plan& plan);
+  void run_node(Plan& plan, int i);
+  void fill_inputs(Plan& plan);
+  void* constant_ptr(int value, int backend) const;
+};
+
+namespace {
+
+std::shared_ptr<Backend> primary_backend(const EngineOptions& o) {
+  if (o.device == "cpu") return std::make_unique<CpuBackend>();
+  if (o.device == "cuda") {
+    KILN_CHECK(cuda_available(), "[engine] --device cuda: no usable CUDA GPU (or kiln was built without CUDA)");
+    return make_backend("cuda", o.precision);
+  }
+  KILN_CHECK(o.device == "auto", "[engine] unknown device '{}' (cpu, cuda or auto)", o.device);
+  if (cuda_available()) return make_backend("cuda", o.precision);
+  return std::make_unique<CpuBackend>();
+}
+
+}  // namespace
+
+Engine::Engine(const Graph& graph, ConstantLookup constants, const EngineOptions& options,
+               std::shared_ptr<StateStore> states)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  KILN_CHECK(options.precision == "fp32" || options.precision == "fp16", "[engine] unknown precision '{}'",
+             options.precision);
+  m.original = graph;
+  m.exec = graph;
+  m.constants = std::move(constants);
+  m.options = options;
+  m.states = states ? std::move(states) : std::make_shared<StateStore>();
+  m.backends.push_back(primary_backend(options));
+  Backend& primary = m.primary();
+  for (size_t i = 0; i < m.exec.nodes().size(); ++i) m.exec.node(static_cast<int>(i)).device = primary.name();
+  primary.convert(m.exec);
+  const auto fallback = place_nodes(m.exec, primary);
+  for (const auto& [op, count] : fallback) {
+    std::fprintf(stderr, "kiln: note: [%s] no kernel for op '%s' (%d node%s): %s on the CPU\n", primary.name().c_str(),
+                 op.c_str(), count, count == 1 ? "" : "s", count == 1 ? "it runs" : "they run");
+    m.fallback_nodes += count;
+  }
+  primary.fuse(m.exec);
+  insert_copies(m.exec);
+  m.exec.validate();
+  if (primary.name() != "cpu" &&
+      std::any_of(m.exec.nodes().begin(), m.exec.nodes().end(), [](const Node& n) { return n.device == "cpu"; }))
+    m.backends.push_back(std::make_shared<CpuBackend>());
+
+  auto backend_index = [&](const std::string& name) {
+    for (size_t b = 0; b < m.backends.size(); ++b)
+      if (m.backends[b]->name() == name) return static_cast<int>(b);
+    fail("[engine] no backend '{}'", name);
+  };
+  const auto& nodes = m.exec.nodes();
+  const auto devices = value_devices(m.exec);
+  m.value_backend.assign(m.exec.values().size(), -1);
+  for (size_t v = 0; v < devices.size(); ++v)
+    if (!devices[v].empty()) m.value_backend[v] = backend_index(devices[v]);
+  m.root.resize(m.exec.values().size());
+  for (size_t v = 0; v < m.root.size(); ++v) m.root[v] = static_cast<int>(v);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    m.node_backend.push_back(backend_index(n.device));
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      const int a = n.op == "copy" ? -1 : n.def().aliases_input(static_cast<int>(o));
+      if (a >= 0) m.root[n.outputs[o]] = m.root[n.inputs[a]];
+    }
+    m.kernels.push_back(n.op == "copy"
+                            ? nullptr
+                            : m.backends[m.node_backend[i]]->make_kernel(m.exec, static_cast<int>(i), m.constants));
+  }
+  for (auto& b : m.backends) b->kernels_made();
+  m.materialize_constants();
+
+  // Saved kernel choices count only on the hardware and precision they were timed with.
+  const nlohmann::json saved =
+      options.saved_plans.is_object() ? options.saved_plans.value(primary.name(), nlohmann::json()) : nlohmann::json();
+  if (saved.is_object() && primary.is_accelerator()) {
+    if (saved.value("device", std::string()) != primary.hardware() ||
+        saved.value("precision", std::string()) != options.precision) {
+      std::fprintf(stderr, "kiln: the bundle was planned on %s (%s); re-planning for %s (%s)\n",
+                   saved.value("device", std::string("?")).c_str(), saved.value("precision", std::string("?")).c_str(),
+                   primary.hardware().c_str(), options.precision.c_str());
+    } else {
+      const nlohmann::json plans = saved.value("plans", nlohmann::json::object());  // items() needs a named object
+      for (auto& [key, choices] : plans.items())
+        if (choices.is_object()) m.saved[key] = choices;
+    }
+  }
+}
+
+Engine::~Engine() {
+  if (!impl_) return;
+  for (auto& b : impl_->backends) b->synchronize();
+  for (auto& [key, plan] : impl_->plans) {
+    plan->replay.reset();
+    for (size_t b = 0; b < impl_->backends.size(); ++b)
+      for (void* p : {plan->arena[b], plan->zero_region[b], plan->workspace[b]})
+        if (p) impl_->backends[b]->release(p);
+  }
+  for (auto& [key, p] : impl_->constant_memory) impl_->backends[key.second]->release(p);
+  impl_->kernels.clear();
+}
+
+std::string Engine::device() const { return impl_->backends[0]->device(); }
+const Graph& Engine::graph() const { return impl_->original; }
+const Graph& Engine::executed() const { return impl_->exec; }
+int Engine::cpu_fallback_nodes() const { return impl_->fallback_nodes; }
+void Engine::set_observer(Observer observer) { impl_->observer = std::move(observer); }
+void Engine::reset_states() { impl_->states->reset(); }
+
+void* Engine::Impl::constant_ptr(int value, int backend) const {
+  auto it = constant_memory.find({value, backend});
+  return it == constant_memory.end() ? nullptr : it->second;
+}
+
+// Each constant that a kernel reads as a tensor (rather than packing it) is placed, once, on
+// that kernel's backend in the graph's type for it.
+void Engine::Impl::materialize_constants() {
+  const auto& nodes = exec.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!kernels[i]) continue;
+    for (size_t slot = 0; slot < nodes[i].inputs.size(); ++slot) {
+      const int v = nodes[i].inputs[slot];
+      if (v < 0 || exec.values()[v].kind != ValueKind::Constant || kernels[i]->packs_input(static_cast<int>(slot)))
+        continue;
+      const int b = node_backend[i];
+      if (constant_memory.count({v, b})) continue;
+      const Value& val = exec.values()[v];
+      const ConstantView view = constants(val.name);
+      std::vector<uint8_t> bytes;
+      if (view.dtype == val.dtype) {
+        bytes.assign(view.bytes.begin(), view.bytes.end());
+      } else {
+        const std::vector<float> f = view.to_f32();
+        bytes.resize(f.size() * dtype_size(val.dtype));
+        convert_from_f32(val.dtype, f.data(), bytes.data(), static_cast<int64_t>(f.size()));
+      }
+      void* p = backends[b]->allocate(bytes.size());
+      backends[b]->upload(p, bytes.data(), bytes.size());
+      constant_memory[{v, b}] = p;
+    }
+  }
+  for (auto& b : backends) b->synchronize();
+}
+
+std::string Engine::Impl::key(const Bindings& b, const std::vector<int>& taps) const {
+  std::string k = to_string(b);
+  for (int t : taps) k += fmt::format("|{}", exec.values()[t].name);
+  return k;
+}
+
+Plan& Engine::Impl::plan_for(const Bindings& b, const std::vector<int>& taps) {
+  const std::string k = key(b, taps);
+  auto it = plans.find(k);
+  if (it != plans.end() && it->second->state_generation == states->generation()) return *it->second;
+  if (it != plans.end()) {  // a state was made anew (its shape changed): plan again
+    Plan& old = *it->second;
+    old.replay.reset();
+    for (size_t i = 0; i < backends.size(); ++i)
+      for (void* p : {old.arena[i], old.zero_region[i], old.workspace[i]})
+        if (p) backends[i]->release(p);
+    plans.erase(it);
+  }
+  auto plan = std::make_unique<Plan>();
+  make_plan(*plan, k, b, taps);
+  return *(plans[k] = std::move(plan));
+}
+
+void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings& b, const std::vector<int>& taps) {
+  plan.bindings = b;
+  plan.shapes = exec.infer_shapes(b);
+  const auto& values = exec.values();
+  const auto& nodes = exec.nodes();
+  const size_t nv = values.size(), nb = backends.size();
+  plan.ptr.assign(nv, nullptr);
+  plan.arena.assign(nb, nullptr);
+  plan.zero_region.assign(nb, nullptr);
+  plan.workspace.assign(nb, nullptr);
+  plan.arena_bytes.assign(nb, 0);
+  plan.zero_bytes.assign(nb, 0);
+
+  for (int s : exec.states()) {
+    const Value& v = values[s];
+    plan.ptr[s] = states->get(v.name, backends[value_backend[s]], v.dtype, plan.shapes[s]).data;
+  }
+  plan.state_generation = states->generation();
+
+  // Lifetimes of the values that own memory (roots), in steps; aliases extend their root's.
+  std::vector<int> first(nv, -1), last(nv, -1);
+  std::vector<bool> zeroed(nv, false);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (int v : nodes[i].inputs)
+      if (v >= 0) last[root[v]] = std::max(last[root[v]], static_cast<int>(i));
+    for (size_t o = 0; o < nodes[i].outputs.size(); ++o) {
+      const int v = nodes[i].outputs[o];
+      if (root[v] == v) first[v] = static_cast<int>(i);
+      last[root[v]] = std::max(last[root[v]], static_cast<int>(i));
+      if (kernels[i] && kernels[i]->zeroed_output(static_cast<int>(o))) zeroed[root[v]] = true;
+    }
+  }
+  for (const auto& o : exec.outputs()) last[root[o.value]] = kLastStep;
+  for (int t : taps) last[root[t]] = kLastStep;
+  for (size_t bi = 0; bi < nb; ++bi) {
+    std::vector<MemoryBlock> blocks, zero_blocks;
+    std::vector<int> owners, zero_owners;
+    for (size_t v = 0; v < nv; ++v) {
+      const ValueKind kind = values[v].kind;
+      if (root[v] != static_cast<int>(v) || value_backend[v] != static_cast<int>(bi) ||
+          (kind != ValueKind::Activation && kind != ValueKind::Input))
+        continue;
+      MemoryBlock blk{static_cast<int64_t>(value_bytes(values[v].dtype, plan.shapes[v])), first[v], last[v]};
+      if (blk.last < blk.first) blk.last = blk.first;  // written, never read
+      (zeroed[v] ? zero_blocks : blocks).push_back(blk);
+      (zeroed[v] ? zero_owners : owners).push_back(static_cast<int>(v));
+    }
+    // Accumulated outputs get their own region (zeroed once per run, so never shared).
+    for (auto& blk : zero_blocks) blk = {blk.bytes, -1, kLastStep};
+    const ArenaPlan arena = plan_arena(blocks, kAlignment), zero = plan_arena(zero_blocks, kAlignment);
+    Backend& be = *backends[bi];
+    plan.arena_bytes[bi] = static_cast<size_t>(arena.bytes);
+    plan.zero_bytes[bi] = static_cast<size_t>(zero.bytes);
+    if (arena.bytes) plan.arena[bi] = be.allocate(static_cast<size_t>(arena.bytes));
+    if (zero.bytes) plan.zero_region[bi] = be.allocate(static_cast<size_t>(zero.bytes));
+    for (size_t k = 0; k < owners.size(); ++k)
+      plan.ptr[owners[k]] = static_cast<uint8_t*>(plan.arena[bi]) + arena.offset[k];
+    for (size_t k = 0; k < zero_owners.size(); ++k)
+      plan.ptr[zero_owners[k]] = static_cast<uint8_t*>(plan.zero_region[bi]) + zero.offset[k];
+  }
+  for (size_t v = 0; v < nv; ++v)
+    if (root[v] != static_cast<int>(v)) plan.ptr[v] = plan.ptr[root[v]];
+
+  plan.args.resize(nodes.size());
+  std::vector<size_t> workspace(nb, 0);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    KernelArgs& a = plan.args[i];
+    a.node = &n;
+    a.stream = backends[node_backend[i]]->stream();
+    a.inputs.clear();
+    a.outputs.clear();
+    for (int v : n.inputs) {
+      if (v < 0) {
+        a.inputs.push_back({});
+        continue;
+      }
+      void* p = values[v].kind == ValueKind::Constant ? constant_ptr(v, node_backend[i]) : plan.ptr[v];
+      a.inputs.push_back({p, values[v].dtype, plan.shapes[v]});
+    }
+    for (int v : n.outputs) a.outputs.push_back({plan.ptr[v], values[v].dtype, plan.shapes[v]});
+    if (!kernels[i]) continue;
+    for (int var = 0; var < kernels[i]->variants(); ++var) {
+      const size_t ws = kernels[i]->workspace_bytes(a, var);
+      if (ws <= kWorkspaceCap) workspace[node_backend[i]] = std::max(workspace[node_backend[i]], ws);
+    }
+  }
+  for (size_t bi = 0; bi < nb; ++bi)
+    if (workspace[bi]) plan.workspace[bi] = backends[bi]->allocate(workspace[bi]);
+  for (size_t i = 0; i < nodes.size(); ++i) plan.args[i].workspace = plan.workspace[node_backend[i]];
+  choose_variants(plan, key);
+  // One backend for everything, and a GPU: capture the whole run and replay it.
+  const bool single = std::all_of(node_backend.begin(), node_backend.end(), [](int b) { return b == 0; });
+  if (single && primary().is_accelerator()) plan.replay = primary().capture([&] { execute(plan); });
+}
+
+// The variant of each kernel that has several: the bundle's saved choice for this plan, else
+// the fastest when timed here (accelerators), else the kernel's default.
+void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
+  const auto& nodes = exec.nodes();
+  plan.variants.assign(nodes.size(), 0);
+  auto runs = [&](size_t i, int v) {
+    return v >= 0 && v < kernels[i]->variants() && kernels[i]->variant_runs(plan.args[i], v) &&
+           kernels[i]->workspace_bytes(plan.args[i], v) <= kWorkspaceCap;
+  };
+  bool any = false;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!kernels[i]) continue;
+    plan.variants[i] = kernels[i]->default_variant(plan.args[i]);
+    any = any || kernels[i]->variants() > 1;
+  }
+  if (!any) return;
+  if (auto t = tuned.find(key); t != tuned.end()) {
+    plan.variants = t->second;
+    return;
+  }
+  auto saved_plan = saved.find(key);
+  if (saved_plan != saved.end()) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!kernels[i] || kernels[i]->variants() < 2) continue;
+      const std::string name = saved_plan->second.value(nodes[i].name, std::string());
+      for (int v = 0; v < kernels[i]->variants(); ++v)
+        if (kernels[i]->variant_name(v) == name && runs(i, v)) plan.variants[i] = v;
+    }
+  } else if (primary().is_accelerator()) {
+    // Realistic values in every buffer first, then each variant of each kernel timed in place.
+    fill_inputs(plan);
+    execute(plan);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!kernels[i] || kernels[i]->variants() < 2 || node_backend[i] != 0) continue;
+      double best = 1e30;
+      for (int v = 0; v < kernels[i]->variants(); ++v) {
+        if (!runs(i, v)) continue;
+        kernels[i]->run(plan.args[i], v);  // warm up
+        const double ms = primary().time_ms([&] {
+          for (int r = 0; r < 10; ++r) kernels[i]->run(plan.args[i], v);
+        });
+        if (ms < best) {
+          best = ms;
+          plan.variants[i] = v;
+        }
+      }
+    }
+  }
+  tuned[key] = plan.variants;
+}
+
+void Engine::Impl::run_node(Plan& plan, int i) {
+  const Node& n = exec.nodes()[i];
+  const KernelArgs& a = plan.args[i];
+  if (!kernels[i]) {  // a copy between devices: one side is the host
+    const int from = value_backend[n.inputs[0]], to = node_backend[i];
+    const size_t bytes = a.outputs[0].bytes();
+    if (backends[to]->name() == "cpu")
+      backends[from]->download(a.outputs[0].data, a.inputs[0].data, bytes);
+    else
+      backends[to]->upload(a.outputs[0].data, a.inputs[0].data, bytes);
+    return;
+  }
+  if (observer && backends[node_backend[i]]->name() == "cpu" && !a.inputs.empty() && a.inputs[0].dtype == DType::F32 &&
+      a.inputs[0].data)
+    observer(i, a.inputs[0].as<const float>(), a.inputs[0].numel());
+  kernels[i]->run(a, plan.variants[i]);
+}
+
+void Engine::Impl::execute(Plan& plan) {
+  for (size_t b = 0; b < backends.size(); ++b)
+    if (plan.zero_bytes[b]) backends[b]->zero(plan.zero_region[b], plan.zero_bytes[b]);
+  for (size_t i = 0; i < exec.nodes().size(); ++i) run_node(plan, static_cast<int>(i));
+}
+
+// Made-up input values for timing: floats from fill_benchmark_input, integers 0 and 1
+// alternating (valid token ids, positions and lengths).
+void Engine::Impl::fill_inputs(Plan& plan) {
+  for (int v : exec.inputs()) {
+    const Value& val = exec.values()[v];
+    const int64_t n = numel(plan.shapes[v]);
+    std::vector<float> f(static_cast<size_t>(n));
+    if (is_float(val.dtype))
+      fill_benchmark_input(f);
+    else
+      for (int64_t i = 0; i < n; ++i) f[i] = static_cast<float>(i % 2);
+    std::vector<uint8_t> bytes(value_bytes(val.dtype, plan.shapes[v]));
+    convert_from_f32(val.dtype, f.data(), bytes.data(), n);
+    backends[value_backend[v]]->upload(plan.ptr[v], bytes.data(), bytes.size());
+  }
+}
+
+Bindings Engine::bind(const std::vector<HostTensor>& inputs) const {
+  std::map<std::string, Shape> shapes;
+  for (const auto& t : inputs) shapes[t.name] = t.shape;
+  for (int v : impl_->exec.inputs()) {
+    const std::string& name = impl_->exec.values()[v].name;
+    KILN_CHECK(shapes.count(name), "[engine] input '{}' is missing", name);
+  }
+  return impl_->exec.bind(shapes);
+}
+
+std::vector<HostTensor> Engine::run(const std::vector<HostTensor>& inputs, const std::vector<std::string>& taps) {
+  Impl& m = *impl_;
+  const Bindings b = bind(inputs);
+  std::vector<int> tap_values;
+  for (const auto& t : taps) {
+    auto v = m.exec.find_value(t);
+    KILN_CHECK(v.has_value(), "[engine] the graph has no value named '{}'", t);
+    tap_values.push_back(*v);
+  }
+  Plan& plan = m.plan_for(b, tap_values);
+  for (const auto& t : inputs) {
+    const int v = *m.exec.find_value(t.name);
+    const Value& val = m.exec.values()[v];
+    KILN_CHECK(t.dtype == val.dtype, "[engine] input '{}' must be {}, got {}", t.name, dtype_name(val.dtype),
+               dtype_name(t.dtype));
+    const size_t bytes = value_bytes(val.dtype, plan.shapes[v]);
+    KILN_CHECK(t.data.size() == bytes, "[engine] input '{}' holds {} bytes for shape {}", t.name, t.data.size(),
+               to_string(t.shape));
+    m.backends[m.value_backend[v]]->upload(plan.ptr[v], t.data.data(), bytes);
+  }
+  if (plan.replay)
+    plan.replay->launch();
+  else
+    m.execute(plan);
+  std::vector<HostTensor> out;
+  auto read = [&](const std::string& name, int v) {
+    const Value& val = m.exec.values()[v];
+    HostTensor t = HostTensor::zeros(name, val.dtype, plan.shapes[v]);
+    m.backends[m.value_backend[m.root[v]]]->download(t.data.data(), plan.ptr[v], t.data.size());
+    out.push_back(std::move(t));
+  };
+  for (const auto& o : m.exec.outputs()) read(o.name, o.value);
+  for (size_t i = 0; i < taps.size(); ++i) read(taps[i], tap_values[i]);
+  return out;
+}
+
+void Engine::prepare(const Bindings& b) { impl_->plan_for(b, {}); }
+
+std::vector<double> Engine::benchmark(const Bindings& b, int warmup, int samples, int calls_per_sample) {
+  Impl& m = *impl_;
+  Plan& plan = m.plan_for(b, {});
+  m.fill_inputs(plan);
+  auto call = [&] {
+    if (plan.replay)
+      plan.replay->launch();
+    else
+      m.execute(plan);
+  };
+  for (int i = 0; i < warmup; ++i) call();
   std::vector<double> ms;
-  for (int s = 0; s < samples; ++s) {
-    auto t0 = std::chrono::steady_clock::now();
-    for (int c = 0; c < calls_per_sample; ++c) run(input.data(), batch, height, width, output.data());
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
-                 calls_per_sample);
+  for (int s = 0; s < samples; ++s)
+    ms.push_back(m.primary().time_ms([&] {
+      for (int c = 0; c < calls_per_sample; ++c) call();
+    }) / calls_per_sample);
+  return ms;
+}
+
+std::map<std::string, double> Engine::profile(const Bindings& b, int iterations) {
+  Impl& m = *impl_;
+  Plan& plan = m.plan_for(b, {});
+  m.fill_inputs(plan);
+  m.execute(plan);
+  std::map<std::string, double> ms;
+  const auto& nodes = m.exec.nodes();
+  for (int it = 0; it < iterations; ++it) {
+    for (size_t bi = 0; bi < m.backends.size(); ++bi)
+      if (plan.zero_bytes[bi]) m.backends[bi]->zero(plan.zero_region[bi], plan.zero_bytes[bi]);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const double t = m.backends[m.node_backend[i]]->time_ms([&] { m.run_node(plan, static_cast<int>(i)); });
+      ms[nodes[i].group.empty() ? nodes[i].op : nodes[i].group] += t / iterations;
+    }
   }
   return ms;
 }
 
-std::unique_ptr<Engine> make_engine(const std::string& device, const Graph& graph, const WeightLookup& weights,
-                                    const nlohmann::json& plans) {
-  const nlohmann::json cuda_plan = plans.is_object() ? plans.value("cuda", nlohmann::json()) : nlohmann::json();
-  if (device == "cpu") return std::make_unique<CpuEngine>(graph, weights);
-  if (device == "cuda") {
-    KILN_CHECK(cuda_backend_available(), "[engine] --device cuda: no usable CUDA GPU (or kiln was built without CUDA)");
-    return make_cuda_engine(graph, weights, cuda_plan);
-  }
-  KILN_CHECK(device == "auto", "[engine] unknown device '{}' (cpu, cuda or auto)", device);
-  if (cuda_backend_available()) {
-    try {
-      return make_cuda_engine(graph, weights, cuda_plan);
-    } catch (const Error& e) {  // e.g. a layer the CUDA backend has no kernel for: say so, run on the CPU
-      std::fprintf(stderr, "kiln: note: %s; running on the CPU\n", e.what());
+std::vector<std::string> Engine::plan_summary(const Bindings& b) const {
+  const Impl& m = *impl_;
+  std::vector<std::string> out;
+  auto it = m.plans.find(m.key(b, {}));
+  const auto& nodes = m.exec.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    std::string line = fmt::format("{} {} [{}]", n.op, n.name, n.device);
+    if (m.kernels[i]) {
+      const std::string d = m.kernels[i]->describe();
+      if (!d.empty()) line += " " + d;
+      if (it != m.plans.end() && m.kernels[i]->variants() > 1)
+        line += " " + m.kernels[i]->variant_name(it->second->variants[i]);
     }
+    out.push_back(line);
   }
-  return std::make_unique<CpuEngine>(graph, weights);
+  return out;
+}
+
+nlohmann::json Engine::export_plans() const {
+  const Impl& m = *impl_;
+  if (!m.backends[0]->is_accelerator()) return nlohmann::json::object();
+  nlohmann::json plans = nlohmann::json::object();
+  for (const auto& [key, plan] : m.plans) {
+    nlohmann::json choices = nlohmann::json::object();
+    for (size_t i = 0; i < m.exec.nodes().size(); ++i)
+      if (m.kernels[i] && m.kernels[i]->variants() > 1)
+        choices[m.exec.nodes()[i].name] = m.kernels[i]->variant_name(plan->variants[i]);
+    if (key.find('|') == std::string::npos) plans[key] = choices;
+  }
+  return {{m.backends[0]->name(),
+           {{"device", m.backends[0]->hardware()}, {"precision", m.options.precision}, {"plans", plans}}}};
+}
+
+int64_t Engine::activation_bytes() const {
+  int64_t most = 0;
+  for (const auto& [key, plan] : impl_->plans) {
+    int64_t sum = 0;
+    for (size_t b = 0; b < plan->arena_bytes.size(); ++b) sum += plan->arena_bytes[b] + plan->zero_bytes[b];
+    most = std::max(most, sum);
+  }
+  return most;
 }
 
 }  // namespace kiln

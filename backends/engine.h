@@ -1,8 +1,11 @@
-// What every backend offers the tasks: run a graph on NCHW fp32 input, write the output.
-// make_engine picks the backend by name ("cpu", "cuda", or "auto": the GPU when there is one).
+// The engine: runs one graph on named host tensors. It places every node on the chosen backend
+// or, where that backend has no kernel for it, on the CPU (with a copy at each crossing and a
+// one-line note), applies the backend's rewrites (precision, fusions), and per set of symbol
+// sizes (a plan: "batch=32") infers shapes, plans memory, picks each kernel's variant by timing
+// (on GPUs, or from a bundle's saved choices) and captures the whole run for replay where the
+// backend can.
 #pragma once
 
-#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include <functional>
@@ -12,43 +15,85 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "graph/graph.h"
-#include "graph/weights.h"
+#include "kiln/tensor.h"
 
 namespace kiln {
 
+struct EngineOptions {
+  std::string device = "auto";     // "cpu", "cuda", or "auto" (the GPU when there is one)
+  std::string precision = "fp32";  // float math on a GPU: "fp32" or "fp16"
+  // A bundle's saved kernel choices, per backend: {"cuda": {"device": ..., "precision": ...,
+  // "plans": {"batch=1": {"node name": "variant", ...}}}}; used on the same GPU model.
+  nlohmann::json saved_plans = nlohmann::json::object();
+};
+
+// Tensors that live across runs (a KV cache), by name, owned by one model's engines together so
+// that one graph can write what another reads. Zeroed when first made or when their shape changes.
+class StateStore {
+ public:
+  ~StateStore();
+  struct Entry {
+    std::shared_ptr<Backend> backend;  // kept alive: the memory is its
+    void* data = nullptr;
+    DType dtype = DType::F32;
+    Shape shape;
+    size_t bytes = 0;
+  };
+  // The state's memory for this shape on this backend (kept if it matches, else made anew).
+  Entry& get(const std::string& name, const std::shared_ptr<Backend>& backend, DType dtype, const Shape& shape);
+  void reset();                                        // zero every state
+  uint64_t generation() const { return generation_; }  // changes whenever a state is made anew
+
+ private:
+  std::map<std::string, Entry> entries_;
+  uint64_t generation_ = 0;
+};
+
 class Engine {
  public:
-  virtual ~Engine() = default;
-  virtual std::string device() const = 0;  // "cpu", "cuda:0 (NVIDIA H200)"
-  // input: [batch, C, H, W] fp32 in host memory; output: [batch, output elements] fp32.
-  virtual void run(const float* input, int batch, int height, int width, float* output) = 0;
-  virtual int output_elements(int height, int width) const = 0;
-  virtual int input_channels() const = 0;
-  // Activation memory of the last planned run, in bytes.
-  virtual int64_t activation_bytes() const = 0;
+  Engine(const Graph& graph, ConstantLookup constants, const EngineOptions& options,
+         std::shared_ptr<StateStore> states = nullptr);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
 
-  // Plans (and on GPUs tunes and captures) a batch size ahead of the first run.
-  virtual void prepare(int batch, int height, int width) {}
-  // ms per call, one sample per chunk of `calls_per_sample` calls, input already where the engine
-  // keeps it (on the GPU for CUDA). The default times run() on host buffers.
-  virtual std::vector<double> benchmark(int batch, int height, int width, int warmup, int samples,
-                                        int calls_per_sample);
-  // Kernel time per layer group ("stem", "depthwise", ...) in ms per call; empty if unsupported.
-  virtual std::map<std::string, double> profile(int batch, int height, int width, int iterations) { return {}; }
-  // How the engine runs a batch size (e.g. the GEMM tile chosen for each layer), for reports.
-  virtual std::vector<std::string> plan_summary(int batch) const { return {}; }
-  // The choices made by prepare() for every prepared batch size, to store in a bundle; a later
-  // engine on the same device model given them back skips its own tuning.
-  virtual nlohmann::json export_plan() const { return nullptr; }
+  std::string device() const;      // where the graph runs: "cpu", "cuda:0 (NVIDIA H200)"
+  const Graph& graph() const;      // as given
+  const Graph& executed() const;   // as run: rewritten, placed (Node::device), copies added
+  int cpu_fallback_nodes() const;  // nodes placed on the CPU although a GPU runs the rest
+
+  // Runs on tensors named like the graph's inputs (all of them); returns the graph's outputs,
+  // then the named values in `taps`.
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs, const std::vector<std::string>& taps = {});
+
+  // The symbol sizes the inputs' shapes give.
+  Bindings bind(const std::vector<HostTensor>& inputs) const;
+  // Plans (and on GPUs tunes and captures) a set of sizes ahead of its first run.
+  void prepare(const Bindings& bindings);
+  // ms per call, one sample per `calls_per_sample` calls; inputs made up (fill_benchmark_input)
+  // and already where the engine keeps them.
+  std::vector<double> benchmark(const Bindings& bindings, int warmup, int samples, int calls_per_sample);
+  // Kernel time per node group ("depthwise", "attention") in ms per call, nodes run one by one.
+  std::map<std::string, double> profile(const Bindings& bindings, int iterations);
+  // One line per executed node: op, name, device, chosen variant.
+  std::vector<std::string> plan_summary(const Bindings& bindings) const;
+  // The kernel choices of every prepared plan, to store in a bundle (see EngineOptions).
+  nlohmann::json export_plans() const;
+  int64_t activation_bytes() const;  // the largest plan's activation memory
+  void reset_states();
+
+  // CPU nodes only: called before each runs with its first input as f32 (calibration).
+  using Observer = std::function<void(int node, const float* input, int64_t count)>;
+  void set_observer(Observer observer);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Deterministic, non-zero input in [-1, 1) for timing and tuning (zeros can run faster than real data).
 void fill_benchmark_input(std::span<float> input);
-
-bool cuda_available();  // a CUDA build with a usable GPU
-// `plans` is a bundle's "plans" object ({"cuda": {...}}); backends use their own entry if any.
-std::unique_ptr<Engine> make_engine(const std::string& device, const Graph& graph, const WeightLookup& weights,
-                                    const nlohmann::json& plans = nlohmann::json::object());
 
 }  // namespace kiln

@@ -1,5 +1,6 @@
-// Reading and writing .bundle files. A bundle is self-contained: graph, weights, task settings
-// (preprocessing, labels), provenance and build options. Readers treat the file as untrusted.
+// Reading and writing .bundle files. A bundle is self-contained: graphs (an image model has
+// one, an encoder-decoder two), their tensors, the task's settings (preprocessing, labels),
+// provenance, build options and saved kernel choices. Readers treat the file as untrusted.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -17,11 +18,9 @@
 namespace kiln {
 
 struct BundleTensor {
-  std::string dtype;  // "F32", "F16" or "F8_E4M3"
-  std::vector<int64_t> shape;
+  DType dtype = DType::F32;  // as stored: F16 weights of an fp16 bundle, E4M3 of an FP8 layer
+  Shape shape;
   std::span<const uint8_t> bytes;
-  // The data as fp32: a view for F32 tensors, converted into `storage` for F16.
-  std::span<const float> as_float(std::vector<float>& storage) const;
 };
 
 struct BuildInfo {
@@ -44,11 +43,17 @@ class Bundle {
   static std::shared_ptr<Bundle> from_bytes(std::span<const uint8_t> bytes, const std::string& name);
 
   const nlohmann::json& manifest() const { return manifest_; }
-  const Graph& graph() const { return graph_; }
+  const std::map<std::string, Graph>& graphs() const { return graphs_; }
+  const Graph& graph(const std::string& name) const;  // throws, naming the graphs there are
+  // The graph a task runs: the task section's "graph", else the only one.
+  const std::string& main_graph() const { return main_graph_; }
   const std::map<std::string, BundleTensor>& tensors() const { return tensors_; }
   const BundleTensor& tensor(const std::string& name) const;
-  // Weights as fp32 for the engines (F16 tensors converted once and kept).
-  WeightLookup weights() const;
+  ConstantLookup constants() const;
+  std::string precision() const { return manifest_.value("precision", std::string("fp32")); }
+  // How an engine runs this bundle on `device`: fp16 math on a GPU for fp16 and fp8 bundles,
+  // and the kernel choices saved at build time.
+  EngineOptions engine_options(const std::string& device) const;
   uint64_t file_size() const { return bytes_.size(); }
   const std::string& path() const { return name_; }
 
@@ -59,9 +64,13 @@ class Bundle {
   std::unique_ptr<MappedFile> file_;
   std::span<const uint8_t> bytes_;
   nlohmann::json manifest_;
-  Graph graph_;
+  std::map<std::string, Graph> graphs_;
+  std::string main_graph_;
   std::map<std::string, BundleTensor> tensors_;
-  mutable std::map<std::string, std::vector<float>> converted_;
 };
+
+// A graph's interface as bundles list it: {"inputs": [{"name", "dtype", "shape"}],
+// "outputs": [{"name", "dtype"}], "states": [...]}.
+nlohmann::json graph_interface(const Graph& graph);
 
 }  // namespace kiln

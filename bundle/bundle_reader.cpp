@@ -1,12 +1,13 @@
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstring>
 
 #include "bundle/bundle.h"
 #include "bundle/format.h"
 #include "core/checked_math.h"
+#include "core/dtype.h"
 #include "core/error.h"
-#include "core/fp8.h"
-#include "core/half.h"
 #include "core/sha256.h"
 
 namespace kiln {
@@ -55,6 +56,10 @@ void Bundle::parse() {
   KILN_CHECK(f.size() >= kHeaderSize && std::memcmp(f.data(), kMagic, 8) == 0,
              "[bundle] {} is not a kiln bundle (bad magic or too short)", name_);
   uint32_t version = get<uint32_t>(f, kOffVersion);
+  KILN_CHECK(version != 1,
+             "[bundle] {} has format version 1 (kiln 0.1); this kiln reads version {}: rebuild it with "
+             "`kiln build`",
+             name_, kFormatVersion);
   KILN_CHECK(version == kFormatVersion, "[bundle] {} has format version {}; this kiln reads version {}", name_, version,
              kFormatVersion);
   KILN_CHECK(get<uint32_t>(f, kOffHeaderSize) == kHeaderSize, "[bundle] {}: bad header size", name_);
@@ -82,19 +87,21 @@ void Bundle::parse() {
              "[bundle] {}: manifest format is not kiln-bundle", name_);
   try {
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
-    for (const auto& t : manifest_.at("tensors")) {
+    const auto& table = manifest_.at("tensors");
+    KILN_CHECK(table.is_array(), "[bundle] {}: the tensor table is not a list", name_);
+    for (const auto& t : table) {
       BundleTensor bt;
       std::string name = t.at("name").get<std::string>();
-      bt.dtype = t.at("dtype").get<std::string>();
-      const uint64_t element = bt.dtype == "F32" ? 4 : bt.dtype == "F16" ? 2 : bt.dtype == "F8_E4M3" ? 1 : 0;
-      KILN_CHECK(element, "[bundle] {}: tensor '{}' has unsupported dtype {}", name_, name, bt.dtype);
+      const std::string dtype = t.at("dtype").get<std::string>();
+      KILN_CHECK(parse_storage_name(dtype, &bt.dtype), "[bundle] {}: tensor '{}' has unsupported dtype {}", name_, name,
+                 dtype);
       bt.shape = t.at("shape").get<std::vector<int64_t>>();
       KILN_CHECK(bt.shape.size() <= 8, "[bundle] {}: tensor '{}' has too many dimensions", name_, name);
       uint64_t offset = t.at("offset").get<uint64_t>(), size = t.at("size").get<uint64_t>();
       KILN_CHECK(offset % kAlignment == 0, "[bundle] {}: tensor '{}' is not {}-byte aligned", name_, name, kAlignment);
       KILN_CHECK(checked_add(offset, size, "tensor range") <= d_size,
                  "[bundle] {}: tensor '{}' lies outside the data section", name_, name);
-      KILN_CHECK(checked_mul(checked_numel(bt.shape, "tensor"), element, "tensor bytes") == size,
+      KILN_CHECK(checked_mul(checked_numel(bt.shape, "tensor"), dtype_size(bt.dtype), "tensor bytes") == size,
                  "[bundle] {}: tensor '{}' size does not match its shape", name_, name);
       bt.bytes = data.subspan(offset, size);
       ranges.emplace_back(offset, offset + size);
@@ -103,42 +110,66 @@ void Bundle::parse() {
     std::sort(ranges.begin(), ranges.end());
     for (size_t i = 1; i < ranges.size(); ++i)
       KILN_CHECK(ranges[i].first >= ranges[i - 1].second, "[bundle] {}: tensors overlap", name_);
-    graph_ = Graph::from_json(manifest_.at("graph"), [&](const std::string& n) -> std::optional<std::vector<int64_t>> {
+    const ConstantInfoFn info = [&](const std::string& n) -> std::optional<ConstantInfo> {
       auto it = tensors_.find(n);
       if (it == tensors_.end()) return std::nullopt;
-      return it->second.shape;
-    });
-    const auto& shape = manifest_.at("input").at("shape");
-    KILN_CHECK(shape.is_array() && shape.size() == 3, "[bundle] {}: input shape must be [C, H, W]", name_);
-    KILN_CHECK(shape[0].get<int>() == graph_.values()[graph_.input()].channels,
-               "[bundle] {}: input channels disagree with the graph", name_);
-    graph_.infer_dims(shape[1].get<int>(), shape[2].get<int>());
+      return ConstantInfo{it->second.dtype, it->second.shape};
+    };
+    const auto& graphs = manifest_.at("graphs");
+    KILN_CHECK(graphs.is_object() && !graphs.empty() && graphs.size() <= kMaxGraphs,
+               "[bundle] {}: 'graphs' must name 1 to {} graphs", name_, kMaxGraphs);
+    for (auto& [gname, entry] : graphs.items()) {
+      Graph g = Graph::from_json(entry.at("graph"), info);
+      KILN_CHECK(entry.at("interface") == graph_interface(g),
+                 "[bundle] {}: graph '{}': its inputs and outputs list disagrees with the graph", name_, gname);
+      graphs_.emplace(gname, std::move(g));
+    }
+    const auto& task = manifest_.at("task");
+    KILN_CHECK(task.is_object() && task.at("type").is_string(), "[bundle] {}: the task section has no type", name_);
+    main_graph_ = task.value("graph", graphs_.size() == 1 ? graphs_.begin()->first : std::string());
+    KILN_CHECK(graphs_.count(main_graph_), "[bundle] {}: the task's graph '{}' is not in the bundle", name_,
+               main_graph_);
   } catch (const nlohmann::json::exception& e) {
     fail("[bundle] {}: malformed manifest: {}", name_, e.what());
   }
 }
 
-std::span<const float> BundleTensor::as_float(std::vector<float>& storage) const {
-  if (dtype == "F32") return {reinterpret_cast<const float*>(bytes.data()), bytes.size() / sizeof(float)};
-  if (dtype == "F8_E4M3") {
-    storage.resize(bytes.size());
-    for (size_t i = 0; i < storage.size(); ++i) storage[i] = decode_e4m3(bytes[i]);
-    return storage;
-  }
-  storage.resize(bytes.size() / 2);
-  for (size_t i = 0; i < storage.size(); ++i) {
-    uint16_t h;
-    std::memcpy(&h, bytes.data() + 2 * i, 2);
-    storage[i] = half_to_float(h);
-  }
-  return storage;
+const Graph& Bundle::graph(const std::string& name) const {
+  auto it = graphs_.find(name);
+  if (it != graphs_.end()) return it->second;
+  std::vector<std::string> names;
+  for (const auto& [n, g] : graphs_) names.push_back(n);
+  fail("[bundle] {} has no graph '{}' (it has: {})", name_, name, fmt::join(names, ", "));
 }
 
-WeightLookup Bundle::weights() const {
+ConstantLookup Bundle::constants() const {
   return [this](const std::string& name) {
     const BundleTensor& t = tensor(name);
-    return WeightView{t.shape, t.as_float(converted_[name])};
+    return ConstantView{t.dtype, t.shape, t.bytes};
   };
+}
+
+EngineOptions Bundle::engine_options(const std::string& device) const {
+  EngineOptions o;
+  o.device = device;
+  o.precision = precision() == "fp32" ? "fp32" : "fp16";
+  o.saved_plans = manifest_.value("plans", nlohmann::json::object());
+  return o;
+}
+
+nlohmann::json graph_interface(const Graph& g) {
+  nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array(), states = nlohmann::json::array();
+  auto spec = [&](int v) {
+    const Value& val = g.values()[v];
+    nlohmann::json shape = nlohmann::json::array();
+    for (const Dim& d : val.shape) shape.push_back(d.is_symbol() ? nlohmann::json(d.symbol) : nlohmann::json(d.value));
+    return nlohmann::json{{"name", val.name}, {"dtype", dtype_name(val.dtype)}, {"shape", shape}};
+  };
+  for (int v : g.inputs()) inputs.push_back(spec(v));
+  for (int v : g.states()) states.push_back(spec(v));
+  for (const auto& o : g.outputs())
+    outputs.push_back({{"name", o.name}, {"dtype", dtype_name(g.values()[o.value].dtype)}});
+  return {{"inputs", inputs}, {"outputs", outputs}, {"states", states}};
 }
 
 const BundleTensor& Bundle::tensor(const std::string& name) const {

@@ -1,4 +1,5 @@
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -8,9 +9,9 @@
 
 #include "bundle/bundle.h"
 #include "bundle/format.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/fp8.h"
-#include "core/half.h"
 #include "core/sha256.h"
 
 namespace kiln {
@@ -35,41 +36,43 @@ std::string utc_now() {
   return out;
 }
 
+// How a weight is stored: E4M3 bytes for an FP8 layer's weight, integers for integer
+// constants, half precision for the other weights of rank > 1 in fp16 and fp8 bundles, else
+// fp32 (biases and scales keep fp32).
+DType storage_type(const ModelDefinition& def, const std::string& name, const Tensor& t, const std::string& precision) {
+  for (const auto& [gname, g] : def.graphs)
+    for (const Value& v : g.values())
+      if (v.kind == ValueKind::Constant && v.name == name && (!is_float(v.dtype) || v.dtype == DType::F8E4M3))
+        return v.dtype;
+  return precision != "fp32" && t.shape.size() > 1 ? DType::F16 : DType::F32;
+}
+
 }  // namespace
 
 uint64_t write_bundle(const std::string& path, const ModelDefinition& def, const BuildInfo& info) {
   def.validate();
+  KILN_CHECK(info.precision == "fp32" || info.precision == "fp16" || info.precision == "fp8",
+             "[bundle] unknown precision '{}'", info.precision);
   // Data section: each tensor 64-byte aligned, in name order.
   std::vector<uint8_t> data;
   nlohmann::json tensors = nlohmann::json::array();
-  KILN_CHECK(info.precision == "fp32" || info.precision == "fp16" || info.precision == "fp8",
-             "[bundle] unknown precision '{}'", info.precision);
-  std::set<std::string> fp8_weights;  // weights of FP8 layers hold E4M3 values: stored as one byte each
-  for (const auto& n : def.graph.nodes())
-    if (n.fp8_weights()) fp8_weights.insert(n.weight);
   for (const auto& [name, t] : def.weights) {
-    // fp16 and fp8 bundles store other weights in half precision; biases and scales stay fp32.
-    const bool e4m3 = fp8_weights.count(name) != 0;
-    const bool half = !e4m3 && info.precision != "fp32" && t.shape.size() > 1;
-    const char* dtype = e4m3 ? "F8_E4M3" : half ? "F16" : "F32";
-    uint64_t offset = align_up(data.size());
-    uint64_t size = t.data.size() * (e4m3 ? 1 : half ? 2 : 4);
-    data.resize(offset + size);
-    for (size_t i = 0; e4m3 && i < t.data.size(); ++i) {
+    const DType dtype = storage_type(def, name, t, info.precision);
+    const int64_t n = t.numel();
+    for (int64_t i = 0; dtype == DType::F8E4M3 && i < n; ++i)
       KILN_CHECK(round_to_e4m3(t.data[i]) == t.data[i], "[bundle] {}: value {} is not an E4M3 value", name, t.data[i]);
-      data[offset + i] = encode_e4m3(t.data[i]);
-    }
-    for (size_t i = 0; half && i < t.data.size(); ++i) {
-      uint16_t h = float_to_half(t.data[i]);
-      std::memcpy(data.data() + offset + 2 * i, &h, 2);
-    }
-    if (!e4m3 && !half) std::memcpy(data.data() + offset, t.data.data(), size);
-    tensors.push_back({{"name", name}, {"dtype", dtype}, {"shape", t.shape}, {"offset", offset}, {"size", size}});
+    for (int64_t i = 0; is_integer(dtype) && i < n; ++i)
+      KILN_CHECK(t.data[i] == std::trunc(t.data[i]), "[bundle] {}: value {} is not a whole number", name, t.data[i]);
+    const uint64_t offset = align_up(data.size()), size = static_cast<uint64_t>(n) * dtype_size(dtype);
+    data.resize(offset + size);
+    convert_from_f32(dtype, t.data.data(), data.data() + offset, n);
+    tensors.push_back(
+        {{"name", name}, {"dtype", storage_name(dtype)}, {"shape", t.shape}, {"offset", offset}, {"size", size}});
   }
   data.resize(align_up(data.size()));
 
-  auto in_shape =
-      def.task_config.value("preprocess", nlohmann::json::object()).value("input_size", nlohmann::json::array());
+  nlohmann::json graphs = nlohmann::json::object();
+  for (const auto& [name, g] : def.graphs) graphs[name] = {{"interface", graph_interface(g)}, {"graph", g.to_json()}};
   nlohmann::json manifest = {
       {"format", "kiln-bundle"},
       {"format_version", bundle::kFormatVersion},
@@ -83,10 +86,9 @@ uint64_t write_bundle(const std::string& path, const ModelDefinition& def, const
         {"source", def.source}}},
       {"task", {{"type", def.task}}},
       {"precision", info.precision},
-      {"input", {{"shape", in_shape}, {"layout", "NCHW"}, {"dtype", "F32"}, {"batch_sizes", info.batch_sizes}}},
-      {"build_options", info.options},
+      {"build", {{"batch_sizes", info.batch_sizes}, {"options", info.options}}},
       {"plans", info.plans},
-      {"graph", def.graph.to_json()},
+      {"graphs", graphs},
       {"tensors", tensors},
   };
   for (auto& [key, value] : def.task_config.items()) manifest["task"][key] = value;

@@ -7,10 +7,11 @@
 namespace kiln::bundle {
 
 inline constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'N', 'D', 'L'};
-inline constexpr uint32_t kFormatVersion = 1;  // readers accept their own major version only
+inline constexpr uint32_t kFormatVersion = 2;  // readers accept their own major version only
 inline constexpr uint64_t kHeaderSize = 128;
 inline constexpr uint64_t kAlignment = 64;
 inline constexpr uint64_t kMaxManifestBytes = 64ull << 20;
+inline constexpr size_t kMaxGraphs = 64;
 
 // Byte offsets of the header fields.
 inline constexpr int kOffVersion = 8;          // u32

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/checked_math.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/half.h"
 
@@ -122,6 +123,23 @@ std::span<const uint8_t> SafetensorsFile::raw(const std::string& name) const {
   return data_.subspan(i.begin, i.end - i.begin);
 }
 
+HostTensor SafetensorsFile::to_host(const std::string& name) const {
+  const StTensorInfo& i = info(name);
+  static const std::pair<StDtype, DType> kTypes[] = {{StDtype::F32, DType::F32},   {StDtype::F16, DType::F16},
+                                                     {StDtype::BF16, DType::BF16}, {StDtype::I32, DType::I32},
+                                                     {StDtype::I64, DType::I64},   {StDtype::BOOL, DType::Bool}};
+  for (const auto& [st, dt] : kTypes) {
+    if (st != i.dtype) continue;
+    HostTensor t = HostTensor::zeros(name, dt, i.shape);
+    const auto bytes = raw(name);
+    KILN_CHECK(bytes.size() == t.data.size(), "[safetensors] {}: tensor '{}' has {} bytes for its shape", name_, name,
+               bytes.size());
+    std::memcpy(t.data.data(), bytes.data(), bytes.size());
+    return t;
+  }
+  fail("[safetensors] {}: tensor '{}' has an element type kiln does not compute with", name_, name);
+}
+
 Tensor SafetensorsFile::to_float(const std::string& name) const {
   const auto& i = info(name);
   auto bytes = raw(name);
@@ -160,11 +178,19 @@ Tensor SafetensorsFile::to_float(const std::string& name) const {
 namespace kiln {
 
 void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors) {
+  std::vector<HostTensor> host;
+  for (const auto& [name, t] : tensors) host.push_back(HostTensor::from_f32(name, t.shape, t.data));
+  write_safetensors(path, host);
+}
+
+void write_safetensors(const std::string& path, const std::vector<HostTensor>& tensors) {
   nlohmann::json header = nlohmann::json::object();
   uint64_t offset = 0;
-  for (const auto& [name, t] : tensors) {
-    uint64_t size = t.data.size() * 4;
-    header[name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + size}}};
+  for (const auto& t : tensors) {
+    KILN_CHECK(t.dtype != DType::F8E4M3, "[safetensors] {}: F8_E4M3 is not written", t.name);
+    KILN_CHECK(!header.contains(t.name), "[safetensors] two tensors are named '{}'", t.name);
+    const uint64_t size = t.data.size();
+    header[t.name] = {{"dtype", storage_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + size}}};
     offset += size;
   }
   std::string h = header.dump();
@@ -174,7 +200,7 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
   uint64_t n = h.size();
   out.write(reinterpret_cast<const char*>(&n), 8);
   out.write(h.data(), h.size());
-  for (const auto& [name, t] : tensors) out.write(reinterpret_cast<const char*>(t.data.data()), t.data.size() * 4);
+  for (const auto& t : tensors) out.write(reinterpret_cast<const char*>(t.data.data()), t.data.size());
   KILN_CHECK(out.good(), "[safetensors] write to {} failed", path);
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/mapped_file.h"
 #include "core/tensor.h"
+#include "kiln/tensor.h"
 
 namespace kiln {
 
@@ -36,6 +37,9 @@ class SafetensorsFile {
   std::span<const uint8_t> raw(const std::string& name) const;
   // Converts a floating-point tensor (F32/F16/BF16/F64) to fp32.
   Tensor to_float(const std::string& name) const;
+  // A tensor as it is stored, for the element types kiln computes with (F32, F16, BF16, I32,
+  // I64, BOOL; F64 and 8-bit integers are refused by name).
+  HostTensor to_host(const std::string& name) const;
   const std::string& path() const { return name_; }
 
  private:
@@ -55,5 +59,7 @@ namespace kiln {
 
 // Writes fp32 tensors as a safetensors file (e.g. logits saved by `kiln eval --save-logits`).
 void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors);
+// Writes tensors of any kiln element type, named by HostTensor::name (`kiln run`'s outputs).
+void write_safetensors(const std::string& path, const std::vector<HostTensor>& tensors);
 
 }  // namespace kiln

@@ -5,7 +5,7 @@
 
 #include "bundle/bundle.h"
 #include "cli/commands.h"
-#include "tasks/classification/classifier.h"
+#include "core/error.h"
 
 namespace kiln::cli {
 
@@ -19,18 +19,43 @@ double percentile(std::vector<double> v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (pos - lo);
 }
 
+// "seq=128,src=64" -> {{"seq", 128}, {"src", 64}}
+Bindings parse_sizes(const std::string& text) {
+  Bindings out;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    const size_t eq = item.find('=');
+    KILN_CHECK(eq != std::string::npos && eq > 0, "[bench] --sizes: '{}' is not NAME=SIZE", item);
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(item.substr(eq + 1), &used);
+      KILN_CHECK(used == item.size() - eq - 1 && v >= 1, "[bench] --sizes: bad size in '{}'", item);
+      out[item.substr(0, eq)] = v;
+    } catch (const std::logic_error&) {
+      fail("[bench] --sizes: bad size in '{}'", item);
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 Command add_bench(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench", "Time a bundle's engine (on the GPU: CUDA-graph replays, input on the GPU)");
+  auto* cmd = app.add_subcommand(
+      "bench", "Time a bundle's graph on made-up inputs (on the GPU: captured replays, inputs on the GPU)");
   struct Args {
-    std::string bundle, batch = "1", device = "auto";
+    std::string bundle, graph, batch = "1", sizes, device = "auto";
     int iters = 50, warmup = 10, calls = 0;
     bool json = false, profile = false, plan = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("bundle", args->bundle, "Bundle file")->required();
-  cmd->add_option("--batch", args->batch, "Batch sizes, e.g. 1,32,128");
+  cmd->add_option("--graph", args->graph, "Which graph (default: the one the bundle's task runs)");
+  cmd->add_option("--batch", args->batch, "Batch sizes, e.g. 1,32,128 (the graph's 'batch' dim)");
+  cmd->add_option("--sizes", args->sizes, "Sizes of other symbolic dims, e.g. seq=128 (default: the graph's examples)");
   cmd->add_option("--iters", args->iters, "Timed samples per batch size")->check(CLI::Range(1, 100000));
   cmd->add_option("--warmup", args->warmup, "Untimed calls first")->check(CLI::Range(0, 100000));
   cmd->add_option("--calls", args->calls, "Calls per timed sample (default: 20 on the GPU, 1 on the CPU)")
@@ -38,39 +63,50 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--device", args->device, "cpu, cuda, or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_flag("--json", args->json, "One JSON object per batch size");
   cmd->add_flag("--profile", args->profile, "Also report kernel time per layer group");
-  cmd->add_flag("--plan", args->plan, "Also list the kernels and the GEMM tile chosen for each");
+  cmd->add_flag("--plan", args->plan, "Also list the kernels, where each runs and the variant chosen");
   return [args] {
     const std::vector<int> batches = parse_batch_list(args->batch, "bench");
     auto bundle = Bundle::open(args->bundle);
-    classification::ImageClassifier model(bundle, args->device);
-    Engine& engine = model.engine();
-    const auto& pre = model.preprocess_config();
+    const std::string graph_name = args->graph.empty() ? bundle->main_graph() : args->graph;
+    const Graph& g = bundle->graph(graph_name);
+    Bindings base = g.example_bindings();
+    for (const auto& [k, v] : parse_sizes(args->sizes)) {
+      KILN_CHECK(base.count(k), "[bench] --sizes: graph {} has no dim '{}'", graph_name, k);
+      base[k] = v;
+    }
+    KILN_CHECK(base.count("batch") || batches == std::vector<int>{1}, "[bench] --batch: graph {} has no 'batch' dim",
+               graph_name);
+    Engine engine(g, bundle->constants(), bundle->engine_options(args->device));
     const bool gpu = engine.device() != "cpu";
     const int calls = args->calls > 0 ? args->calls : (gpu ? 20 : 1);
     if (!args->json)
-      fmt::print("{} {} on {} ({}x{}), {} samples of {} calls\n{:>6} {:>10} {:>9} {:>9} {:>9} {:>11} {:>11}\n",
-                 bundle->manifest()["model"].value("architecture", ""), bundle->manifest().value("precision", ""),
-                 engine.device(), pre.width, pre.height, args->iters, calls, "batch", "median ms", "p10 ms", "p90 ms",
-                 "min ms", "images/s", "act. MiB");
+      fmt::print("{} {} graph {} on {}, {} samples of {} calls\n{:>6} {:>10} {:>9} {:>9} {:>9} {:>11} {:>11}\n",
+                 bundle->manifest()["model"].value("architecture", ""), bundle->precision(), graph_name,
+                 engine.device(), args->iters, calls, "batch", "median ms", "p10 ms", "p90 ms", "min ms", "items/s",
+                 "act. MiB");
     for (int batch : batches) {
-      engine.prepare(batch, pre.height, pre.width);
-      auto ms = engine.benchmark(batch, pre.height, pre.width, args->warmup, args->iters, calls);
-      double median = percentile(ms, 0.5);
+      Bindings sizes = base;
+      if (sizes.count("batch")) sizes["batch"] = batch;
+      engine.prepare(sizes);
+      auto ms = engine.benchmark(sizes, args->warmup, args->iters, calls);
+      const double median = percentile(ms, 0.5);
       std::map<std::string, double> groups;
-      if (args->profile) groups = engine.profile(batch, pre.height, pre.width, 20);
+      if (args->profile) groups = engine.profile(sizes, 20);
       if (args->json) {
         nlohmann::json j = {{"device", engine.device()},
-                            {"precision", bundle->manifest().value("precision", "")},
+                            {"precision", bundle->precision()},
+                            {"graph", graph_name},
+                            {"sizes", sizes},
                             {"batch", batch},
                             {"median_ms", median},
                             {"p10_ms", percentile(ms, 0.1)},
                             {"p90_ms", percentile(ms, 0.9)},
                             {"min_ms", *std::min_element(ms.begin(), ms.end())},
-                            {"images_per_s", batch * 1000.0 / median},
+                            {"items_per_s", batch * 1000.0 / median},
                             {"activation_bytes", engine.activation_bytes()},
                             {"bundle_bytes", bundle->file_size()}};
         if (args->profile) j["profile_ms"] = groups;
-        if (args->plan) j["plan"] = engine.plan_summary(batch);
+        if (args->plan) j["plan"] = engine.plan_summary(sizes);
         fmt::print("{}\n", j.dump());
         continue;
       }
@@ -79,12 +115,13 @@ Command add_bench(CLI::App& app) {
                  engine.activation_bytes() / 1048576.0);
       if (args->profile) {
         double total = 0;
-        for (const auto& [g, t] : groups) total += t;
-        for (const auto& [g, t] : groups) fmt::print("         {:<20} {:8.3f} ms {:5.1f}%\n", g, t, 100 * t / total);
+        for (const auto& [grp, t] : groups) total += t;
+        for (const auto& [grp, t] : groups)
+          fmt::print("         {:<20} {:8.3f} ms {:5.1f}%\n", grp, t, 100 * t / total);
         fmt::print("         {:<20} {:8.3f} ms (kernels launched one by one)\n", "total", total);
       }
       if (args->plan)
-        for (const auto& line : engine.plan_summary(batch)) fmt::print("         {}\n", line);
+        for (const auto& line : engine.plan_summary(sizes)) fmt::print("         {}\n", line);
     }
     fmt::print(stderr, "bundle {:.1f} MiB\n", bundle->file_size() / 1048576.0);
     return 0;

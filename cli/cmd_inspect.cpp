@@ -6,8 +6,33 @@
 #include "bundle/bundle.h"
 #include "cli/commands.h"
 #include "core/checked_math.h"
+#include "core/dtype.h"
 
 namespace kiln::cli {
+
+namespace {
+
+std::map<std::string, int> op_counts(const Graph& g) {
+  std::map<std::string, int> ops;
+  for (const auto& n : g.nodes()) ops[n.op]++;
+  return ops;
+}
+
+std::string describe(const nlohmann::json& specs) {
+  std::vector<std::string> parts;
+  for (const auto& s : specs) {
+    std::string text = fmt::format("{} {}", s.at("name").get<std::string>(), s.at("dtype").get<std::string>());
+    if (s.contains("shape")) {
+      std::vector<std::string> dims;
+      for (const auto& d : s["shape"]) dims.push_back(d.is_string() ? d.get<std::string>() : d.dump());
+      text += fmt::format(" [{}]", fmt::join(dims, ", "));
+    }
+    parts.push_back(text);
+  }
+  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, "; "));
+}
+
+}  // namespace
 
 Command add_inspect(CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "Show what a bundle holds (validates it fully)");
@@ -17,43 +42,49 @@ Command add_inspect(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("bundle", args->bundle, "Bundle file")->required();
-  cmd->add_flag("--json", args->json, "Print the manifest (without the graph and tensor table) as JSON");
+  cmd->add_flag("--json", args->json,
+                "Print the manifest as JSON: each graph's inputs and outputs instead of its nodes, no tensor table");
   return [args] {
     auto b = Bundle::open(args->bundle);
     const auto& m = b->manifest();
     uint64_t params = 0;
     for (const auto& [name, t] : b->tensors()) params += checked_numel(t.shape, "tensor");
-    std::map<std::string, int> ops;
-    for (const auto& n : b->graph().nodes()) ops[op_name(n.op)]++;
     if (args->json) {
       nlohmann::json j = m;
-      j.erase("graph");
       j.erase("tensors");
       if (j.contains("task")) j["task"].erase("labels");
-      j["summary"] = {{"file_bytes", b->file_size()},
-                      {"parameters", params},
-                      {"tensors", b->tensors().size()},
-                      {"nodes", b->graph().nodes().size()},
-                      {"ops", ops}};
+      for (auto& [name, entry] : j["graphs"].items()) {
+        const Graph& g = b->graph(name);
+        entry = graph_interface(g);
+        entry["nodes"] = g.nodes().size();
+        entry["ops"] = op_counts(g);
+      }
+      j["summary"] = {{"file_bytes", b->file_size()}, {"parameters", params}, {"tensors", b->tensors().size()}};
       fmt::print("{}\n", j.dump(2));
       return 0;
     }
     const auto& model = m.at("model");
+    const auto& task = m.at("task");
     fmt::print("bundle       {} ({:.1f} MiB, format v{}, kiln {})\n", args->bundle, b->file_size() / 1048576.0,
                m.value("format_version", 0), m.value("kiln_version", ""));
     fmt::print("model        {} @ {}\n", model.value("id", ""),
                model.value("revision", "") == "" ? "local" : model.value("revision", ""));
     fmt::print("architecture {} (family {})\n", model.value("architecture", ""), model.value("family", ""));
-    fmt::print("task         {}, {} classes\n", m.at("task").value("type", ""),
-               m.at("task").value("labels", nlohmann::json::array()).size());
-    fmt::print("precision    {}; batch sizes {}\n", m.value("precision", ""),
-               m.at("input").value("batch_sizes", nlohmann::json::array()).dump());
-    fmt::print("input        {} {}\n", m.at("input").value("layout", ""),
-               m.at("input").value("shape", nlohmann::json::array()).dump());
-    fmt::print("preprocess   {}\n", m.at("task").value("preprocess", nlohmann::json::object()).dump());
-    fmt::print("graph        {} nodes:", b->graph().nodes().size());
-    for (const auto& [op, count] : ops) fmt::print(" {} {}", count, op);
-    fmt::print("\nweights      {} tensors, {} parameters\n", b->tensors().size(), params);
+    fmt::print("task         {}", task.value("type", ""));
+    if (task.contains("labels")) fmt::print(", {} classes", task["labels"].size());
+    fmt::print("\nprecision    {}; built for batch sizes {}\n", b->precision(),
+               m.value("build", nlohmann::json::object()).value("batch_sizes", nlohmann::json::array()).dump());
+    for (const auto& [name, g] : b->graphs()) {
+      const auto io = graph_interface(g);
+      fmt::print("graph {:<6} inputs: {}\n", name, describe(io["inputs"]));
+      fmt::print("             outputs: {}\n", describe(io["outputs"]));
+      if (!io["states"].empty()) fmt::print("             states: {}\n", describe(io["states"]));
+      fmt::print("             {} nodes:", g.nodes().size());
+      for (const auto& [op, count] : op_counts(g)) fmt::print(" {} {}", count, op);
+      fmt::print("\n");
+    }
+    fmt::print("weights      {} tensors, {} parameters\n", b->tensors().size(), params);
+    if (task.contains("preprocess")) fmt::print("preprocess   {}\n", task["preprocess"].dump());
     fmt::print("created      {}\n", m.value("created", ""));
     return 0;
   };

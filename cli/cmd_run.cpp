@@ -8,32 +8,46 @@
 
 namespace kiln::cli {
 
-// Runs a bundle's graph on a tensor from a safetensors file: parity checks against other
-// frameworks use it with the exact same input.
+// Runs a bundle's graph on tensors from a safetensors file and writes every output: parity
+// checks against other frameworks use it with the exact same inputs.
 Command add_run(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "Run a bundle on an input tensor (safetensors 'input' [N, C, H, W])");
+  auto* cmd = app.add_subcommand("run", "Run a bundle's graph on tensors from a safetensors file");
   struct Args {
-    std::string bundle, input, output, device = "auto", name = "input";
+    std::string bundle, input, output, graph, device = "auto";
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("bundle", args->bundle, "Bundle file")->required();
-  cmd->add_option("--input", args->input, "safetensors file holding the input tensor")->required();
-  cmd->add_option("--tensor", args->name, "Name of the input tensor in that file");
-  cmd->add_option("-o,--output", args->output, "safetensors file to write ('output' [N, ...])")->required();
+  cmd->add_option("--input", args->input,
+                  "safetensors file with a tensor per graph input, named like it (one tensor for a one-input graph "
+                  "may have any name)")
+      ->required();
+  cmd->add_option("-o,--output", args->output, "safetensors file to write, a tensor per graph output")->required();
+  cmd->add_option("--graph", args->graph, "Which graph (default: the one the bundle's task runs)");
   cmd->add_option("--device", args->device, "cpu, cuda, or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   return [args] {
     auto bundle = Bundle::open(args->bundle);
-    Tensor in = SafetensorsFile(args->input).to_float(args->name);
-    const auto& g = bundle->graph();
-    KILN_CHECK(in.shape.size() == 4 && in.shape[1] == g.values()[g.input()].channels && in.shape[0] >= 1,
-               "[run] input must be [N, {}, H, W], got {}", g.values()[g.input()].channels, shape_string(in.shape));
-    auto engine =
-        make_engine(args->device, g, bundle->weights(), bundle->manifest().value("plans", nlohmann::json::object()));
-    const int n = static_cast<int>(in.shape[0]), h = static_cast<int>(in.shape[2]), w = static_cast<int>(in.shape[3]);
-    Tensor out({n, engine->output_elements(h, w)});
-    engine->run(in.data.data(), n, h, w, out.data.data());
-    write_safetensors(args->output, {{"output", out}});
-    fmt::print("ran {} x {}x{} on {}: wrote {}\n", n, h, w, engine->device(), args->output);
+    const std::string graph_name = args->graph.empty() ? bundle->main_graph() : args->graph;
+    const Graph& g = bundle->graph(graph_name);
+    SafetensorsFile file(args->input);
+    std::vector<HostTensor> inputs;
+    const auto graph_inputs = g.inputs();
+    for (int v : graph_inputs) {
+      const std::string& name = g.values()[v].name;
+      std::string stored = name;
+      if (!file.contains(name) && graph_inputs.size() == 1 && file.tensors().size() == 1)
+        stored = file.tensors().begin()->first;
+      KILN_CHECK(file.contains(stored), "[run] {} has no tensor '{}' for the graph's input", args->input, name);
+      HostTensor t = file.to_host(stored);
+      t.name = name;
+      inputs.push_back(std::move(t));
+    }
+    Engine engine(g, bundle->constants(), bundle->engine_options(args->device));
+    const auto outputs = engine.run(inputs);
+    write_safetensors(args->output, outputs);
+    std::string sizes;
+    for (const auto& [symbol, size] : engine.bind(inputs)) sizes += fmt::format(" {}={}", symbol, size);
+    fmt::print("ran graph {} ({}) on {}: wrote {} output{} to {}\n", graph_name, sizes.empty() ? "" : sizes.substr(1),
+               engine.device(), outputs.size(), outputs.size() == 1 ? "" : "s", args->output);
     return 0;
   };
 }

@@ -1,261 +1,491 @@
 #include "graph/graph.h"
 
 #include <algorithm>
-#include <cmath>
+#include <queue>
+#include <set>
 
+#include "core/checked_math.h"
+#include "core/dtype.h"
 #include "core/error.h"
-#include "core/tensor.h"
 
 namespace kiln {
 
 namespace {
 
-constexpr std::pair<Op, const char*> kOps[] = {{Op::Conv2d, "conv2d"},
-                                               {Op::GlobalAvgPool, "global_avg_pool"},
-                                               {Op::Linear, "linear"},
-                                               {Op::ScaleChannels, "scale_channels"},
-                                               {Op::Add, "add"}};
-constexpr std::pair<Activation, const char*> kActs[] = {
-    {Activation::None, "none"}, {Activation::SiLU, "silu"}, {Activation::Sigmoid, "sigmoid"}};
+constexpr size_t kMaxValues = 1 << 20, kMaxNodes = 1 << 20, kMaxNodeArity = 4096, kMaxRank = 8;
+constexpr int64_t kMaxDim = int64_t{1} << 40;
 
-template <typename E, size_t N>
-E parse_enum(const std::pair<E, const char*> (&table)[N], const std::string& s, const char* what) {
-  for (const auto& [e, name] : table)
-    if (s == name) return e;
-  fail("[graph] unknown {} '{}'", what, s);
+const char* kind_name(ValueKind k) {
+  static const char* names[] = {"activation", "input", "constant", "state"};
+  return names[static_cast<int>(k)];
 }
 
-int out_size(int in, int k, int stride, int pad_lo, int pad_hi) { return (in + pad_lo + pad_hi - k) / stride + 1; }
+ValueKind parse_kind(const std::string& s) {
+  for (int k = 0; k < 4; ++k)
+    if (s == kind_name(static_cast<ValueKind>(k))) return static_cast<ValueKind>(k);
+  fail("[graph] unknown value kind '{}'", s);
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || s.size() > 64 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+nlohmann::json shape_json(const ShapeSpec& shape) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const Dim& d : shape) {
+    if (d.is_symbol())
+      j.push_back(d.symbol);
+    else
+      j.push_back(d.value);
+  }
+  return j;
+}
+
+ShapeSpec parse_shape(const nlohmann::json& j, const std::string& what) {
+  KILN_CHECK(j.is_array() && j.size() <= kMaxRank, "[graph] {}: shape must be a list of at most {} dims", what,
+             kMaxRank);
+  ShapeSpec s;
+  for (const auto& d : j) {
+    if (d.is_string()) {
+      const std::string sym = d.get<std::string>();
+      KILN_CHECK(is_identifier(sym), "[graph] {}: '{}' is not a symbol name", what, sym);
+      s.push_back({0, sym});
+    } else {
+      KILN_CHECK(d.is_number_integer() && d.get<int64_t>() >= 0 && d.get<int64_t>() <= kMaxDim,
+                 "[graph] {}: bad dim {}", what, d.dump());
+      s.push_back({d.get<int64_t>(), {}});
+    }
+  }
+  return s;
+}
+
+void check_declared_shape(const ShapeSpec& shape, const std::string& what) {
+  KILN_CHECK(shape.size() <= kMaxRank, "[graph] {}: rank {} is over {}", what, shape.size(), kMaxRank);
+  for (const Dim& d : shape) {
+    if (d.is_symbol())
+      KILN_CHECK(is_identifier(d.symbol), "[graph] {}: '{}' is not a symbol name", what, d.symbol);
+    else
+      KILN_CHECK(d.value >= 0 && d.value <= kMaxDim, "[graph] {}: bad dim {}", what, d.value);
+  }
+}
 
 }  // namespace
 
-const char* op_name(Op op) {
-  for (const auto& [e, name] : kOps)
-    if (e == op) return name;
-  return "?";
-}
-
-const char* activation_name(Activation act) {
-  for (const auto& [e, name] : kActs)
-    if (e == act) return name;
-  return "?";
-}
-
-int Graph::add_value(int channels, std::string name) {
-  values_.push_back({channels, std::move(name)});
+int Graph::add_value(Value v) {
+  KILN_CHECK(values_.size() < kMaxValues, "[graph] too many values");
+  values_.push_back(std::move(v));
   return static_cast<int>(values_.size()) - 1;
 }
 
-void Graph::add_node(Node node) { nodes_.push_back(std::move(node)); }
+int Graph::add_input(const std::string& name, DType dtype, ShapeSpec shape) {
+  KILN_CHECK(!name.empty() && !find_value(name), "[graph] input name '{}' is empty or taken", name);
+  check_declared_shape(shape, name);
+  for (const Dim& d : shape)
+    if (d.is_symbol() && !symbols_.count(d.symbol)) symbols_[d.symbol] = {};
+  return add_value({ValueKind::Input, dtype, name, std::move(shape)});
+}
 
-void Graph::replace_node(int index, Node node) {
-  Node& old = nodes_.at(index);
-  KILN_CHECK(old.inputs == node.inputs && old.output == node.output, "[graph] {}: a rewrite may not rewire", old.name);
-  old = std::move(node);
+int Graph::add_constant(const std::string& tensor, DType dtype, const Shape& shape) {
+  KILN_CHECK(!tensor.empty(), "[graph] a constant needs a tensor name");
+  for (size_t v = 0; v < values_.size(); ++v) {
+    const Value& x = values_[v];
+    if (x.kind != ValueKind::Constant || x.name != tensor) continue;
+    KILN_CHECK(x.dtype == dtype && x.shape == fixed_shape(shape), "[graph] constant '{}' added twice, differently",
+               tensor);
+    return static_cast<int>(v);
+  }
+  ShapeSpec spec = fixed_shape(shape);
+  check_declared_shape(spec, tensor);
+  return add_value({ValueKind::Constant, dtype, tensor, std::move(spec)});
+}
+
+int Graph::add_state(const std::string& name, DType dtype, ShapeSpec shape) {
+  KILN_CHECK(!name.empty() && !find_value(name), "[graph] state name '{}' is empty or taken", name);
+  check_declared_shape(shape, name);
+  for (const Dim& d : shape)
+    if (d.is_symbol() && !symbols_.count(d.symbol)) symbols_[d.symbol] = {};
+  return add_value({ValueKind::State, dtype, name, std::move(shape)});
+}
+
+void Graph::check_node_signature(Node& n) const {
+  const OpDef& def = OpRegistry::instance().get(n.op);
+  const auto slots = def.inputs();
+  const std::string where = n.op + "] " + n.name;  // "[op] name: ..."
+  KILN_CHECK(!n.name.empty(), "[graph] a {} node has no name", n.op);
+  KILN_CHECK(n.inputs.size() <= kMaxNodeArity, "[{}: too many inputs", where);
+  if (def.variadic()) {
+    KILN_CHECK(n.inputs.size() >= slots.size(), "[{}: takes at least {} inputs", where, slots.size());
+  } else {
+    size_t required = 0;
+    for (const auto& s : slots) required += !s.optional;
+    KILN_CHECK(n.inputs.size() >= required && n.inputs.size() <= slots.size(), "[{}: takes {} to {} inputs, got {}",
+               where, required, slots.size(), n.inputs.size());
+  }
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const bool optional = i < slots.size() ? slots[i].optional : false;
+    const int v = n.inputs[i];
+    KILN_CHECK((v == -1 && optional) || (v >= 0 && v < static_cast<int>(values_.size())),
+               "[{}: input {} ({}) is not a value", where, i, i < slots.size() ? slots[i].name : slots.back().name);
+  }
+  n.attrs.check(def.attributes(), n.op + "] " + n.name);
+  def.check_attrs(n);
+}
+
+std::vector<DType> Graph::infer_node_dtypes(const Node& n) const {
+  std::vector<std::optional<DType>> in;
+  for (int v : n.inputs) in.push_back(v < 0 ? std::nullopt : std::optional<DType>(values_[v].dtype));
+  auto out = n.def().infer_dtypes(n, in);
+  KILN_CHECK(static_cast<int>(out.size()) == n.def().num_outputs(n), "[graph] {}: op {} inferred {} outputs", n.name,
+             n.op, out.size());
+  return out;
+}
+
+std::vector<int> Graph::add_node(const std::string& op, const std::string& name, std::vector<int> inputs, Attrs attrs,
+                                 const std::string& group) {
+  KILN_CHECK(nodes_.size() < kMaxNodes, "[graph] too many nodes");
+  Node n{name, op, std::move(inputs), {}, std::move(attrs), group};
+  check_node_signature(n);  // activations exist only as outputs of earlier nodes: order holds
+  for (DType t : infer_node_dtypes(n)) n.outputs.push_back(add_value({ValueKind::Activation, t, {}, {}}));
+  nodes_.push_back(std::move(n));
+  return nodes_.back().outputs;
+}
+
+int Graph::add(const std::string& op, const std::string& name, std::vector<int> inputs, Attrs attrs,
+               const std::string& group) {
+  auto out = add_node(op, name, std::move(inputs), std::move(attrs), group);
+  KILN_CHECK(out.size() == 1, "[graph] {}: op {} has {} outputs; use add_node", name, op, out.size());
+  return out[0];
+}
+
+void Graph::add_output(const std::string& name, int value) {
+  KILN_CHECK(!name.empty() && !find_output(name), "[graph] output name '{}' is empty or taken", name);
+  KILN_CHECK(value >= 0 && value < static_cast<int>(values_.size()), "[graph] output '{}' is not a value", name);
+  outputs_.push_back({name, value});
+}
+
+std::vector<int> Graph::inputs() const {
+  std::vector<int> out;
+  for (size_t v = 0; v < values_.size(); ++v)
+    if (values_[v].kind == ValueKind::Input) out.push_back(static_cast<int>(v));
+  return out;
+}
+
+std::vector<int> Graph::states() const {
+  std::vector<int> out;
+  for (size_t v = 0; v < values_.size(); ++v)
+    if (values_[v].kind == ValueKind::State) out.push_back(static_cast<int>(v));
+  return out;
 }
 
 std::optional<int> Graph::find_value(const std::string& name) const {
-  for (size_t i = 0; i < values_.size(); ++i)
-    if (!name.empty() && values_[i].name == name) return static_cast<int>(i);
+  if (name.empty()) return std::nullopt;
+  for (size_t v = 0; v < values_.size(); ++v)
+    if (values_[v].kind != ValueKind::Constant && values_[v].name == name) return static_cast<int>(v);
   return std::nullopt;
 }
 
-Padding Graph::resolve_padding(const Node& n, int in_h, int in_w) {
-  if (!n.pad.same) return n.pad;
-  // TensorFlow "SAME": output = ceil(in / stride); the odd pixel of padding goes at the end.
-  auto total = [&](int in) {
-    int out = (in + n.stride - 1) / n.stride;
-    return std::max((out - 1) * n.stride + n.kernel - in, 0);
-  };
-  Padding p;
-  int th = total(in_h), tw = total(in_w);
-  p.top = th / 2;
-  p.bottom = th - p.top;
-  p.left = tw / 2;
-  p.right = tw - p.left;
-  return p;
+std::optional<int> Graph::find_output(const std::string& name) const {
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (outputs_[i].name == name) return static_cast<int>(i);
+  return std::nullopt;
 }
 
-std::vector<Dims> Graph::infer_dims(int height, int width) const {
-  KILN_CHECK(height > 0 && width > 0 && height <= 16384 && width <= 16384, "[graph] input size {}x{} is out of range",
-             height, width);
-  std::vector<Dims> dims(values_.size());
-  dims[input_] = {values_[input_].channels, height, width};
-  for (const auto& n : nodes_) {
-    const Dims& x = dims[n.inputs[0]];
-    Dims& y = dims[n.output];
-    y.c = values_[n.output].channels;
-    switch (n.op) {
-      case Op::Conv2d: {
-        Padding p = resolve_padding(n, x.h, x.w);
-        y.h = out_size(x.h, n.kernel, n.stride, p.top, p.bottom);
-        y.w = out_size(x.w, n.kernel, n.stride, p.left, p.right);
-        KILN_CHECK(y.h > 0 && y.w > 0, "[graph] {}: input {}x{} is too small", n.name, x.h, x.w);
-        break;
+Bindings Graph::example_bindings() const {
+  Bindings b;
+  for (const auto& [name, spec] : symbols_) b[name] = spec.example;
+  return b;
+}
+
+Bindings Graph::bind(const std::map<std::string, Shape>& shapes) const {
+  Bindings b;
+  for (const auto& [name, shape] : shapes) {
+    auto v = find_value(name);
+    KILN_CHECK(v && (values_[*v].kind == ValueKind::Input || values_[*v].kind == ValueKind::State),
+               "[graph] there is no input named '{}'", name);
+    const ShapeSpec& spec = values_[*v].shape;
+    KILN_CHECK(shape.size() == spec.size(), "[graph] input '{}' must have shape {}, got {}", name, to_string(spec),
+               to_string(shape));
+    for (size_t i = 0; i < spec.size(); ++i) {
+      if (!spec[i].is_symbol()) {
+        KILN_CHECK(shape[i] == spec[i].value, "[graph] input '{}' must have shape {}, got {}", name, to_string(spec),
+                   to_string(shape));
+        continue;
       }
-      case Op::Linear:
-        KILN_CHECK(x.h == 1 && x.w == 1, "[graph] {}: linear needs a 1x1 input", n.name);
-        y.h = y.w = 1;
-        break;
-      case Op::GlobalAvgPool:
-        y.h = y.w = 1;
-        break;
-      case Op::ScaleChannels: {
-        const Dims& gate = dims[n.inputs[1]];
-        KILN_CHECK(gate.h == 1 && gate.w == 1, "[graph] {}: the gate must be 1x1", n.name);
-        y.h = x.h;
-        y.w = x.w;
-        break;
-      }
-      case Op::Add: {
-        const Dims& b = dims[n.inputs[1]];
-        KILN_CHECK(b.h == x.h && b.w == x.w, "[graph] {}: operands differ in size", n.name);
-        y.h = x.h;
-        y.w = x.w;
-        break;
-      }
+      auto [it, fresh] = b.emplace(spec[i].symbol, shape[i]);
+      KILN_CHECK(fresh || it->second == shape[i], "[graph] '{}' is {} in one input and {} in '{}'", spec[i].symbol,
+                 it->second, shape[i], name);
     }
   }
-  return dims;
+  return b;
+}
+
+std::vector<Shape> Graph::infer_shapes(const Bindings& bindings) const {
+  for (const auto& [name, size] : bindings) {
+    auto it = symbols_.find(name);
+    const int64_t max = it == symbols_.end() ? SymbolSpec{}.max : it->second.max;
+    KILN_CHECK(size >= 1 && size <= max, "[graph] {} = {} is out of range (1 to {})", name, size, max);
+  }
+  std::vector<Shape> shapes(values_.size());
+  for (size_t v = 0; v < values_.size(); ++v)
+    if (values_[v].kind != ValueKind::Activation) shapes[v] = resolve(values_[v].shape, bindings);
+  std::vector<std::optional<Shape>> in;
+  for (const Node& n : nodes_) {
+    in.clear();
+    for (int v : n.inputs) in.push_back(v < 0 ? std::nullopt : std::optional<Shape>(shapes[v]));
+    auto out = n.def().infer_shapes(n, in);
+    KILN_CHECK(out.size() == n.outputs.size(), "[graph] {}: {} output shapes for {} outputs", n.name, out.size(),
+               n.outputs.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      KILN_CHECK(out[i].size() <= kMaxRank, "[{}] {}: output rank {} is over {}", n.op, n.name, out[i].size(),
+                 kMaxRank);
+      for (int64_t d : out[i]) KILN_CHECK(d >= 0, "[{}] {}: negative output dim", n.op, n.name);
+      checked_mul(checked_numel(out[i], "output"), 8, "output bytes");
+      shapes[n.outputs[i]] = std::move(out[i]);
+    }
+  }
+  return shapes;
 }
 
 nlohmann::json Graph::to_json() const {
   nlohmann::json j;
-  j["input"] = input_;
-  j["output"] = output_;
+  auto& syms = j["symbols"] = nlohmann::json::object();
+  for (const auto& [name, s] : symbols_) syms[name] = {{"example", s.example}, {"max", s.max}};
   auto& vals = j["values"] = nlohmann::json::array();
   for (const auto& v : values_) {
-    nlohmann::json jv = {{"channels", v.channels}};
+    nlohmann::json jv = {{"dtype", dtype_name(v.dtype)}};
+    if (v.kind != ValueKind::Activation) {
+      jv["kind"] = kind_name(v.kind);
+      jv["shape"] = shape_json(v.shape);
+    }
     if (!v.name.empty()) jv["name"] = v.name;
     vals.push_back(jv);
   }
   auto& nodes = j["nodes"] = nlohmann::json::array();
   for (const auto& n : nodes_) {
-    nlohmann::json jn = {{"name", n.name}, {"op", op_name(n.op)}, {"inputs", n.inputs}, {"output", n.output}};
+    nlohmann::json jn = {
+        {"name", n.name}, {"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"attrs", n.attrs.to_json()}};
     if (!n.group.empty()) jn["group"] = n.group;
-    if (n.op == Op::Conv2d || n.op == Op::Linear) {
-      jn["weight"] = n.weight;
-      if (!n.bias.empty()) jn["bias"] = n.bias;
-      jn["act"] = activation_name(n.act);
-    }
-    if (n.op == Op::Conv2d) {
-      jn["kernel"] = n.kernel;
-      jn["stride"] = n.stride;
-      jn["groups"] = n.groups;
-      if (n.pad.same)
-        jn["pad"] = "same";
-      else
-        jn["pad"] = {n.pad.top, n.pad.left, n.pad.bottom, n.pad.right};
-      if (n.fp8_input()) jn["fp8"] = {{"input_scale", n.input_scale}};
-      if (n.fp8_weights()) jn["fp8"]["weight_scale"] = n.weight_scale;
-    }
     nodes.push_back(jn);
   }
+  auto& outs = j["outputs"] = nlohmann::json::array();
+  for (const auto& o : outputs_) outs.push_back({{"name", o.name}, {"value", o.value}});
   return j;
 }
 
-Graph Graph::from_json(const nlohmann::json& j, const WeightShapeFn& weight_shape) {
+Graph Graph::from_json(const nlohmann::json& j, const ConstantInfoFn& constants) {
   Graph g;
   try {
     KILN_CHECK(j.is_object(), "[graph] not an object");
+    const nlohmann::json symbols = j.value("symbols", nlohmann::json::object());  // items() needs a named object
+    for (auto& [name, s] : symbols.items()) {
+      KILN_CHECK(is_identifier(name), "[graph] '{}' is not a symbol name", name);
+      SymbolSpec spec{s.at("example").get<int64_t>(), s.at("max").get<int64_t>()};
+      KILN_CHECK(spec.example >= 1 && spec.example <= spec.max && spec.max <= kMaxDim,
+                 "[graph] symbol '{}' has a bad example or max", name);
+      g.symbols_[name] = spec;
+    }
     const auto& vals = j.at("values");
-    KILN_CHECK(vals.is_array() && vals.size() <= 100000, "[graph] bad values list");
-    for (const auto& jv : vals) g.add_value(jv.at("channels").get<int>(), jv.value("name", std::string()));
+    KILN_CHECK(vals.is_array() && vals.size() <= kMaxValues, "[graph] bad values list");
+    for (const auto& jv : vals) {
+      Value v;
+      v.kind = parse_kind(jv.value("kind", std::string("activation")));
+      v.dtype = parse_dtype(jv.at("dtype").get<std::string>());
+      v.name = jv.value("name", std::string());
+      KILN_CHECK(v.name.size() <= 1024, "[graph] a value name is too long");
+      if (v.kind != ValueKind::Activation) {
+        KILN_CHECK(!v.name.empty(), "[graph] a {} value has no name", kind_name(v.kind));
+        v.shape = parse_shape(jv.at("shape"), v.name);
+      }
+      if (v.kind == ValueKind::Constant) {
+        auto info = constants(v.name);
+        KILN_CHECK(info.has_value(), "[graph] constant '{}' is not in the tensor table", v.name);
+        KILN_CHECK(fixed_shape(info->shape) == v.shape,
+                   "[graph] constant '{}' has shape {} in the tensor table, {} "
+                   "in the graph",
+                   v.name, to_string(info->shape), to_string(v.shape));
+        // Float constants may be stored narrower than the graph computes with (fp16 bundles).
+        KILN_CHECK(info->dtype == v.dtype || (is_float(info->dtype) && is_float(v.dtype) && v.dtype != DType::F8E4M3),
+                   "[graph] constant '{}' is {} in the tensor table, {} in the graph", v.name,
+                   storage_name(info->dtype), dtype_name(v.dtype));
+      }
+      g.values_.push_back(std::move(v));
+    }
+    for (const auto& v : g.values_)
+      for (const Dim& d : v.shape)
+        KILN_CHECK(!d.is_symbol() || g.symbols_.count(d.symbol), "[graph] symbol '{}' is not declared", d.symbol);
     const auto& nodes = j.at("nodes");
-    KILN_CHECK(nodes.is_array() && nodes.size() <= 100000, "[graph] bad nodes list");
+    KILN_CHECK(nodes.is_array() && nodes.size() <= kMaxNodes, "[graph] bad nodes list");
     for (const auto& jn : nodes) {
       Node n;
       n.name = jn.at("name").get<std::string>();
-      n.op = parse_enum(kOps, jn.at("op").get<std::string>(), "op");
-      n.inputs = jn.at("inputs").get<std::vector<int>>();
-      n.output = jn.at("output").get<int>();
+      n.op = jn.at("op").get<std::string>();
+      KILN_CHECK(n.name.size() <= 1024 && n.op.size() <= 64, "[graph] a node name is too long");
+      const OpDef* def = OpRegistry::instance().find(n.op);
+      KILN_CHECK(def, "[graph] {}: unknown op '{}'", n.name, n.op);
+      const auto& ins = jn.at("inputs");
+      const auto& outs = jn.at("outputs");
+      KILN_CHECK(ins.is_array() && ins.size() <= kMaxNodeArity && outs.is_array() && outs.size() <= kMaxNodeArity,
+                 "[graph] {}: bad input or output list", n.name);
+      n.inputs = ins.get<std::vector<int>>();
+      n.outputs = outs.get<std::vector<int>>();
+      n.attrs = Attrs::from_json(jn.value("attrs", nlohmann::json::object()), def->attributes(), n.op + "] " + n.name);
       n.group = jn.value("group", std::string());
-      if (n.op == Op::Conv2d || n.op == Op::Linear) {
-        n.weight = jn.at("weight").get<std::string>();
-        n.bias = jn.value("bias", std::string());
-        n.act = parse_enum(kActs, jn.at("act").get<std::string>(), "activation");
-      }
-      if (n.op == Op::Conv2d) {
-        n.kernel = jn.at("kernel").get<int>();
-        n.stride = jn.at("stride").get<int>();
-        n.groups = jn.at("groups").get<int>();
-        const auto& pad = jn.at("pad");
-        if (pad.is_string()) {
-          KILN_CHECK(pad.get<std::string>() == "same", "[graph] {}: unknown padding", n.name);
-          n.pad.same = true;
-        } else {
-          auto p = pad.get<std::vector<int>>();
-          KILN_CHECK(p.size() == 4, "[graph] {}: padding needs 4 numbers", n.name);
-          n.pad = {false, p[0], p[1], p[2], p[3]};
-        }
-        if (jn.contains("fp8")) {
-          n.input_scale = jn["fp8"].at("input_scale").get<float>();
-          KILN_CHECK(n.input_scale > 0, "[graph] {}: bad FP8 input scale", n.name);  // 0 would mean "not FP8"
-          n.weight_scale = jn["fp8"].value("weight_scale", std::string());
-        }
-      }
-      g.add_node(std::move(n));
+      g.nodes_.push_back(std::move(n));
     }
-    g.input_ = j.at("input").get<int>();
-    g.output_ = j.at("output").get<int>();
+    for (const auto& jo : j.at("outputs")) g.outputs_.push_back({jo.at("name").get<std::string>(), jo.at("value")});
   } catch (const nlohmann::json::exception& e) {
     fail("[graph] malformed graph: {}", e.what());
   }
-  g.validate(weight_shape);
+  g.validate();
   return g;
 }
 
-void Graph::validate(const WeightShapeFn& weight_shape) const {
+void Graph::validate() const {
   const int nv = static_cast<int>(values_.size());
-  KILN_CHECK(input_ >= 0 && input_ < nv && output_ >= 0 && output_ < nv, "[graph] input/output id out of range");
-  for (const auto& v : values_)
-    KILN_CHECK(v.channels > 0 && v.channels <= (1 << 20), "[graph] bad channel count {}", v.channels);
-  std::vector<bool> defined(nv, false);
-  defined[input_] = true;
-  auto expect_weight = [&](const Node& n, const std::string& name, const std::vector<int64_t>& shape) {
-    auto s = weight_shape(name);
-    KILN_CHECK(s.has_value(), "[graph] {}: weight '{}' is not in the tensor table", n.name, name);
-    KILN_CHECK(*s == shape, "[graph] {}: weight '{}' has shape {}, expected {}", n.name, name, shape_string(*s),
-               shape_string(shape));
-  };
-  for (const auto& n : nodes_) {
-    size_t arity = (n.op == Op::ScaleChannels || n.op == Op::Add) ? 2 : 1;
-    KILN_CHECK(n.inputs.size() == arity, "[graph] {}: {} takes {} inputs", n.name, op_name(n.op), arity);
-    for (int in : n.inputs)
-      KILN_CHECK(in >= 0 && in < nv && defined[in], "[graph] {}: input {} is not defined before use", n.name, in);
-    KILN_CHECK(n.output >= 0 && n.output < nv && !defined[n.output], "[graph] {}: bad output {}", n.name, n.output);
-    defined[n.output] = true;
-    int cin = values_[n.inputs[0]].channels, cout = values_[n.output].channels;
-    switch (n.op) {
-      case Op::Conv2d:
-        KILN_CHECK(n.kernel >= 1 && n.kernel <= 15 && n.stride >= 1 && n.stride <= 8, "[graph] {}: bad kernel/stride",
-                   n.name);
-        KILN_CHECK(n.groups >= 1 && cin % n.groups == 0 && cout % n.groups == 0, "[graph] {}: bad groups", n.name);
-        KILN_CHECK(n.pad.top >= 0 && n.pad.left >= 0 && n.pad.bottom >= 0 && n.pad.right >= 0 && n.pad.top < n.kernel &&
-                       n.pad.left < n.kernel && n.pad.bottom < n.kernel && n.pad.right < n.kernel,
-                   "[graph] {}: bad padding", n.name);
-        expect_weight(n, n.weight, {cout, n.kernel, n.kernel, cin / n.groups});
-        if (!n.bias.empty()) expect_weight(n, n.bias, {cout});
-        KILN_CHECK(std::isfinite(n.input_scale) && n.input_scale >= 0, "[graph] {}: bad FP8 input scale", n.name);
-        if (n.fp8_weights()) {
-          KILN_CHECK(n.fp8_input(), "[graph] {}: FP8 weights need an FP8 input scale", n.name);
-          expect_weight(n, n.weight_scale, {cout});
-        }
-        break;
-      case Op::Linear:
-        expect_weight(n, n.weight, {cout, cin});
-        if (!n.bias.empty()) expect_weight(n, n.bias, {cout});
-        break;
-      case Op::GlobalAvgPool:
-        KILN_CHECK(cin == cout, "[graph] {}: pooling changes channels", n.name);
-        break;
-      case Op::ScaleChannels:
-      case Op::Add:
-        KILN_CHECK(cin == cout && values_[n.inputs[1]].channels == cin, "[graph] {}: channel mismatch", n.name);
-        break;
+  std::set<std::string> names, constants;
+  for (const auto& v : values_) {
+    check_declared_shape(v.shape, v.name);
+    if (v.kind == ValueKind::Activation) {
+      KILN_CHECK(v.shape.empty(), "[graph] activation '{}' declares a shape", v.name);
+      continue;
+    }
+    if (v.kind == ValueKind::Constant) {
+      KILN_CHECK(constants.insert(v.name).second, "[graph] constant '{}' appears twice", v.name);
+      for (const Dim& d : v.shape) KILN_CHECK(!d.is_symbol(), "[graph] constant '{}' has a symbolic dim", v.name);
+    } else {
+      KILN_CHECK(!v.name.empty() && names.insert(v.name).second, "[graph] {} name '{}' is empty or taken",
+                 kind_name(v.kind), v.name);
     }
   }
-  KILN_CHECK(defined[output_], "[graph] output is never computed");
+  std::vector<bool> defined(nv, false);
+  for (int v = 0; v < nv; ++v) defined[v] = values_[v].kind != ValueKind::Activation;
+  std::set<std::string> node_names;
+  std::set<int> in_place_outputs;  // values that are a state's memory, updated
+  for (const Node& n0 : nodes_) {
+    KILN_CHECK(node_names.insert(n0.name).second, "[graph] two nodes are named '{}'", n0.name);
+    Node n = n0;
+    check_node_signature(n);
+    KILN_CHECK(n.attrs == n0.attrs, "[graph] {}: attributes are not complete", n.name);
+    for (int v : n.inputs)
+      KILN_CHECK(v < 0 || defined[v], "[graph] {}: reads value {} before it is written", n.name, v);
+    if (n.def().in_place()) {
+      const int target = n.inputs[0];
+      KILN_CHECK(values_[target].kind == ValueKind::State || in_place_outputs.count(target),
+                 "[graph] {}: {} updates its input in place; that input must be a state", n.name, n.op);
+      for (int v : n.outputs) in_place_outputs.insert(v);
+    }
+    auto dtypes = infer_node_dtypes(n);
+    KILN_CHECK(n.outputs.size() == dtypes.size(), "[graph] {}: {} outputs, the op makes {}", n.name, n.outputs.size(),
+               dtypes.size());
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      const int v = n.outputs[i];
+      KILN_CHECK(v >= 0 && v < nv && values_[v].kind == ValueKind::Activation && !defined[v],
+                 "[graph] {}: output {} is not a fresh activation", n.name, v);
+      KILN_CHECK(values_[v].dtype == dtypes[i], "[graph] {}: output {} is recorded as {}, the op makes {}", n.name, i,
+                 dtype_name(values_[v].dtype), dtype_name(dtypes[i]));
+      defined[v] = true;
+    }
+  }
+  std::set<std::string> out_names;
+  for (const auto& o : outputs_) {
+    KILN_CHECK(!o.name.empty() && out_names.insert(o.name).second, "[graph] output name '{}' is empty or taken",
+               o.name);
+    KILN_CHECK(o.value >= 0 && o.value < nv && defined[o.value], "[graph] output '{}' is never computed", o.name);
+  }
+  KILN_CHECK(!outputs_.empty(), "[graph] the graph has no outputs");
+  // A value updated in place is read by its updater only: later readers read the update's
+  // output, which orders them after the write.
+  const auto readers = consumers();
+  for (size_t v = 0; v < values_.size(); ++v)
+    for (int c : readers[v])
+      if (nodes_[c].def().in_place() && nodes_[c].inputs[0] == static_cast<int>(v))
+        KILN_CHECK(readers[v].size() == 1, "[graph] {}: value {} is updated in place but also read elsewhere",
+                   nodes_[c].name, v);
+  for (const auto& v : values_)
+    for (const Dim& d : v.shape)
+      KILN_CHECK(!d.is_symbol() || symbols_.count(d.symbol), "[graph] symbol '{}' is not declared", d.symbol);
+  infer_shapes(example_bindings());
+}
+
+std::vector<std::vector<int>> Graph::consumers() const {
+  std::vector<std::vector<int>> c(values_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    for (int v : nodes_[i].inputs)
+      if (v >= 0 && (c[v].empty() || c[v].back() != static_cast<int>(i))) c[v].push_back(static_cast<int>(i));
+  return c;
+}
+
+std::vector<int> Graph::producers() const {
+  std::vector<int> p(values_.size(), -1);
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    for (int v : nodes_[i].outputs) p[v] = static_cast<int>(i);
+  return p;
+}
+
+void Graph::refresh_dtypes(int node) {
+  Node& n = nodes_.at(node);
+  check_node_signature(n);
+  auto dtypes = infer_node_dtypes(n);
+  for (size_t i = 0; i < dtypes.size(); ++i) values_[n.outputs[i]].dtype = dtypes[i];
+}
+
+void Graph::remove_nodes(const std::vector<bool>& dead) {
+  std::vector<Node> kept;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (!dead[i]) kept.push_back(std::move(nodes_[i]));
+  nodes_ = std::move(kept);
+  std::vector<bool> used(values_.size(), false);
+  for (size_t v = 0; v < values_.size(); ++v)
+    used[v] = values_[v].kind == ValueKind::Input || values_[v].kind == ValueKind::State;
+  for (const Node& n : nodes_) {
+    for (int v : n.inputs)
+      if (v >= 0) used[v] = true;
+    for (int v : n.outputs) used[v] = true;
+  }
+  for (const auto& o : outputs_) used[o.value] = true;
+  std::vector<int> remap(values_.size(), -1);
+  std::vector<Value> vals;
+  for (size_t v = 0; v < values_.size(); ++v)
+    if (used[v]) {
+      remap[v] = static_cast<int>(vals.size());
+      vals.push_back(std::move(values_[v]));
+    }
+  values_ = std::move(vals);
+  for (Node& n : nodes_) {
+    for (int& v : n.inputs)
+      if (v >= 0) v = remap[v];
+    for (int& v : n.outputs) v = remap[v];
+  }
+  for (auto& o : outputs_) o.value = remap[o.value];
+}
+
+void Graph::toposort() {
+  const auto prod = producers();
+  const int n = static_cast<int>(nodes_.size());
+  std::vector<int> waiting(n, 0);
+  std::vector<std::vector<int>> after(n);
+  for (int i = 0; i < n; ++i) {
+    std::set<int> deps;
+    for (int v : nodes_[i].inputs)
+      if (v >= 0 && prod[v] >= 0) deps.insert(prod[v]);
+    waiting[i] = static_cast<int>(deps.size());
+    for (int d : deps) after[d].push_back(i);
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;  // the earliest first: stable
+  for (int i = 0; i < n; ++i)
+    if (waiting[i] == 0) ready.push(i);
+  std::vector<Node> sorted;
+  while (!ready.empty()) {
+    const int i = ready.top();
+    ready.pop();
+    sorted.push_back(std::move(nodes_[i]));
+    for (int j : after[i])
+      if (--waiting[j] == 0) ready.push(j);
+  }
+  KILN_CHECK(static_cast<int>(sorted.size()) == n, "[graph] the graph has a cycle");
+  nodes_ = std::move(sorted);
 }
 
 }  // namespace kiln

@@ -1,19 +1,30 @@
 #include "graph/model_definition.h"
 
+#include "core/error.h"
+
 namespace kiln {
 
 void ModelDefinition::validate() const {
-  graph.validate([&](const std::string& name) -> std::optional<std::vector<int64_t>> {
-    auto it = weights.find(name);
-    if (it == weights.end()) return std::nullopt;
-    return it->second.shape;
-  });
+  KILN_CHECK(!graphs.empty(), "[model] {} defines no graph", architecture);
+  for (const auto& [name, g] : graphs) {
+    for (const Value& v : g.values()) {
+      if (v.kind != ValueKind::Constant) continue;
+      auto it = weights.find(v.name);
+      KILN_CHECK(it != weights.end(), "[model] graph {}: constant '{}' has no weight", name, v.name);
+      KILN_CHECK(fixed_shape(it->second.shape) == v.shape, "[model] graph {}: weight '{}' has shape {}, the graph {}",
+                 name, v.name, to_string(it->second.shape), to_string(v.shape));
+    }
+    g.validate();
+  }
 }
 
-WeightLookup ModelDefinition::weight_lookup() const {
+ConstantLookup ModelDefinition::constants() const {
   return [this](const std::string& name) {
-    const Tensor& t = weights.at(name);
-    return WeightView{t.shape, {t.data.data(), t.data.size()}};
+    auto it = weights.find(name);
+    KILN_CHECK(it != weights.end(), "[model] no weight '{}'", name);
+    const Tensor& t = it->second;
+    return ConstantView{
+        DType::F32, t.shape, {reinterpret_cast<const uint8_t*>(t.data.data()), t.data.size() * sizeof(float)}};
   };
 }
 

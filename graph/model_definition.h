@@ -1,5 +1,6 @@
-// What a family (or an importer) produces from a checkpoint and what a bundle stores: the graph,
-// its fp32 weights with constant transforms (batch-norm folding) already applied, and the task's
+// What a family (or an importer) produces from a checkpoint and what a bundle stores: graphs
+// (one for an image model; an encoder and a decoder step for a seq2seq model), their fp32
+// weights with constant transforms (batch-norm folding) already applied, and the task's
 // settings (preprocessing, labels). Nothing here is specific to one family.
 #pragma once
 
@@ -8,9 +9,9 @@
 #include <map>
 #include <string>
 
+#include "backends/backend.h"
 #include "core/tensor.h"
 #include "graph/graph.h"
-#include "graph/weights.h"
 
 namespace kiln {
 
@@ -18,15 +19,20 @@ struct ModelDefinition {
   std::string family;
   std::string architecture;
   std::string task;  // e.g. "image_classification"
-  Graph graph;
+  // The graphs by name; a single-graph model names its graph "main".
+  std::map<std::string, Graph> graphs;
+  // The graphs' constants by tensor name, as fp32 values (an i64 constant holds whole numbers;
+  // an f8e4m3 constant values on the E4M3 grid).
   std::map<std::string, Tensor> weights;
-  nlohmann::json task_config;  // task-specific: preprocessing, labels, ...
+  nlohmann::json task_config;  // task-specific: preprocessing, labels, which graph runs, ...
   nlohmann::json source;       // where the weights came from: model id, revision, files, hashes
 
-  // Checks the graph against the weights' shapes.
+  Graph& graph(const std::string& name = "main") { return graphs.at(name); }
+  const Graph& graph(const std::string& name = "main") const { return graphs.at(name); }
+  // Checks every graph, and that each constant it reads is a weight of its shape.
   void validate() const;
   // The weights as engines read them; valid while this definition lives.
-  WeightLookup weight_lookup() const;
+  ConstantLookup constants() const;
 };
 
 }  // namespace kiln

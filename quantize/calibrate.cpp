@@ -4,11 +4,12 @@
 #include <cmath>
 #include <cstring>
 
-#include "backends/cpu/cpu_engine.h"
+#include "backends/engine.h"
 #include "core/error.h"
 #include "core/fp8.h"
 #include "core/progress.h"
 #include "datasets/image_dataset.h"
+#include "graph/ops/conv2d.h"
 
 namespace kiln {
 
@@ -75,7 +76,8 @@ std::map<int, float> calibrate_activations(const ModelDefinition& def, const std
                                            const classification::PreprocessConfig& pre, const QuantRecipe& recipe,
                                            const CalibrationOptions& o) {
   KILN_CHECK(o.samples > 0, "[calibrate] --calib-samples must be at least 1");
-  CpuEngine engine(def.graph, def.weight_lookup());
+  // The CPU engine runs the graph as built (no rewrites), so its node indices are the graph's.
+  Engine engine(def.graph(), def.constants(), EngineOptions{"cpu"});
   std::map<int, AbsHistogram> hist;
   for (int n : nodes) hist[n];
   engine.set_observer([&](int node, const float* x, int64_t count) {
@@ -84,7 +86,6 @@ std::map<int, float> calibrate_activations(const ModelDefinition& def, const std
   });
   auto dataset = open_image_dataset(o.data);
   const size_t per = static_cast<size_t>(pre.channels) * pre.height * pre.width;
-  const int classes = engine.output_elements(pre.height, pre.width);
   ProgressBar bar("calibrate", o.samples);
   size_t done = 0;
   LabeledImage item;
@@ -93,18 +94,20 @@ std::map<int, float> calibrate_activations(const ModelDefinition& def, const std
     while (items.size() < static_cast<size_t>(o.batch) && done + items.size() < o.samples && dataset->next(item))
       items.push_back(std::move(item));
     if (items.empty()) break;
-    std::vector<float> input(per * items.size()), logits(items.size() * classes);
+    const int64_t batch = static_cast<int64_t>(items.size());
+    HostTensor pixels = HostTensor::zeros("pixels", DType::F32, {batch, pre.channels, pre.height, pre.width});
+    float* input = pixels.as<float>();
     std::vector<std::string> errors(items.size());
 #pragma omp parallel for schedule(dynamic)
     for (int i = 0; i < static_cast<int>(items.size()); ++i) {
       try {
-        classification::preprocess(decode_image(items[i].bytes, items[i].key), pre, input.data() + i * per);
+        classification::preprocess(decode_image(items[i].bytes, items[i].key), pre, input + i * per);
       } catch (const std::exception& e) {
         errors[i] = e.what();
       }
     }
     for (const auto& e : errors) KILN_CHECK(e.empty(), "{}", e);
-    engine.run(input.data(), static_cast<int>(items.size()), pre.height, pre.width, logits.data());
+    engine.run({pixels});
     done += items.size();
     bar.update(done);
   }
@@ -117,30 +120,34 @@ std::map<int, float> calibrate_activations(const ModelDefinition& def, const std
 }
 
 void apply_fp8(ModelDefinition& def, const std::vector<Fp8Layer>& layers, const std::map<int, float>& clips) {
-  Graph& g = def.graph;
+  Graph& g = def.graph();
   for (const auto& layer : layers) {
     const int i = layer.node;
-    Node n = g.nodes().at(i);
-    KILN_CHECK(n.op == Op::Conv2d, "[quantize] {} is not a conv", n.name);
+    Node& n = g.node(i);
+    KILN_CHECK(n.op == "conv2d", "[quantize] {} is not a conv", n.name);
     const float clip = clips.at(i);
-    n.input_scale = clip > 0 ? clip / kE4M3Max : 1.0f;
-    if (!layer.weights) {
-      g.replace_node(i, n);
-      continue;
+    n.attrs.set("input_scale", static_cast<double>(clip > 0 ? clip / kE4M3Max : 1.0f));
+    if (layer.weights) {
+      Value& wv = g.value(n.inputs[conv2d_input::Weight]);
+      Tensor& w = def.weights.at(wv.name);
+      const int64_t out = w.dim(0), per_out = w.numel() / out;
+      Tensor scale({out});
+      for (int64_t o = 0; o < out; ++o) {
+        float amax = 0;
+        for (int64_t k = 0; k < per_out; ++k) amax = std::max(amax, std::fabs(w.data[o * per_out + k]));
+        scale.data[o] = amax > 0 ? amax / kE4M3Max : 1.0f;
+        for (int64_t k = 0; k < per_out; ++k)
+          w.data[o * per_out + k] = round_to_e4m3(w.data[o * per_out + k] / scale.data[o]);
+      }
+      wv.dtype = DType::F8E4M3;
+      const std::string scale_name = wv.name + "_scale";
+      def.weights[scale_name] = std::move(scale);
+      const int s = g.add_constant(scale_name, DType::F32, {out});
+      Node& node = g.node(i);  // add_constant may have moved the values, not the nodes
+      if (node.inputs.size() <= conv2d_input::WeightScale) node.inputs.resize(conv2d_input::WeightScale + 1, -1);
+      node.inputs[conv2d_input::WeightScale] = s;
     }
-    Tensor& w = def.weights.at(n.weight);
-    const int64_t out = w.dim(0), per_out = w.numel() / out;
-    Tensor scale({out});
-    for (int64_t o = 0; o < out; ++o) {
-      float amax = 0;
-      for (int64_t k = 0; k < per_out; ++k) amax = std::max(amax, std::fabs(w.data[o * per_out + k]));
-      scale.data[o] = amax > 0 ? amax / kE4M3Max : 1.0f;
-      for (int64_t k = 0; k < per_out; ++k)
-        w.data[o * per_out + k] = round_to_e4m3(w.data[o * per_out + k] / scale.data[o]);
-    }
-    n.weight_scale = n.weight + "_scale";
-    def.weights[n.weight_scale] = std::move(scale);
-    g.replace_node(i, n);
+    g.refresh_dtypes(i);
   }
   def.validate();
 }

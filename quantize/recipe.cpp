@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "graph/ops/conv2d.h"
 
 namespace kiln {
 
@@ -62,23 +63,40 @@ QuantRecipe parse_recipe(const nlohmann::json& j, const std::string& where) {
   return r;
 }
 
-std::vector<Fp8Layer> select_fp8_layers(const Graph& graph, const QuantRecipe& recipe, int height, int width) {
-  auto dims = graph.infer_dims(height, width);
+namespace {
+
+// Whether x reaches the node straight from a graph input, through layout changes only: the
+// first layer, which sees the raw input and stays in higher precision.
+bool reads_graph_input(const Graph& g, int value, const std::vector<int>& producers) {
+  while (g.values()[value].kind == ValueKind::Activation) {
+    const Node& p = g.nodes()[producers[value]];
+    if (p.op != "transpose" && p.op != "reshape" && p.op != "cast") return false;
+    value = p.inputs[0];
+  }
+  return g.values()[value].kind == ValueKind::Input;
+}
+
+}  // namespace
+
+std::vector<Fp8Layer> select_fp8_layers(const Graph& graph, const QuantRecipe& recipe) {
+  const auto shapes = graph.infer_shapes(graph.example_bindings());
+  const auto producers = graph.producers();
   std::vector<Fp8Layer> out;
   const auto& nodes = graph.nodes();
   for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
     const Node& n = nodes[i];
-    if (n.op != Op::Conv2d || n.inputs[0] == graph.input()) continue;
-    const int cin = graph.values()[n.inputs[0]].channels, cout = graph.values()[n.output].channels;
-    const bool pointwise = n.kernel == 1 && n.groups == 1;
-    const bool depthwise = n.groups == cin && cin == cout;
-    const Dims& y = dims[n.output];
+    if (n.op != "conv2d" || reads_graph_input(graph, n.inputs[conv2d_input::X], producers)) continue;
+    const Shape& w = shapes[n.inputs[conv2d_input::Weight]];
+    const Conv2dParams p = conv2d_params(n, w);
+    const int64_t cin = w[3] * p.groups, cout = w[0];
+    const bool pointwise = is_pointwise(p), depthwise = is_depthwise(p, w);
+    const Shape& y = shapes[n.outputs[0]];
     for (const auto& rule : recipe.layers) {
       bool kind =
           rule.kind == "conv" || (rule.kind == "pointwise" && pointwise) || (rule.kind == "depthwise" && depthwise);
       kind = kind && (rule.channels == "any" || (rule.channels == "expand" && cout > cin) ||
                       (rule.channels == "reduce" && cout < cin));
-      if (kind && y.h >= rule.min_spatial && y.w >= rule.min_spatial) {
+      if (kind && y[1] >= rule.min_spatial && y[2] >= rule.min_spatial) {
         out.push_back({i, rule.weights});
         break;
       }

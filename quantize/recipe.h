@@ -38,8 +38,9 @@ struct Fp8Layer {
   int node = -1;
   bool weights = true;
 };
-// The layers the recipe selects, in graph order, for an input of height x width.
-std::vector<Fp8Layer> select_fp8_layers(const Graph& graph, const QuantRecipe& recipe, int height, int width);
+// The conv2d nodes the recipe selects, in graph order, judged by their output sizes at the
+// graph's example sizes (an image model's input size is fixed). The first conv is never selected.
+std::vector<Fp8Layer> select_fp8_layers(const Graph& graph, const QuantRecipe& recipe);
 std::vector<int> node_indices(const std::vector<Fp8Layer>& layers);
 
 }  // namespace kiln

@@ -4,63 +4,43 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "bundle/bundle.h"
 #include "bundle/format.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "core/sha256.h"
+#include "graph/builder.h"
 #include "tests/test_support.h"
 
 namespace kiln {
 namespace {
 
-// A tiny but complete classifier graph: conv -> pool -> linear.
+// A tiny but complete classifier graph: conv -> pool -> linear, in NHWC after a transpose.
 ModelDefinition tiny_model() {
   ModelDefinition def;
   def.family = "test";
   def.architecture = "tiny";
   def.task = "image_classification";
-  Graph& g = def.graph;
-  int x = g.add_value(3, "input");
-  g.set_input(x);
-  Node conv;
-  conv.name = "conv";
-  conv.op = Op::Conv2d;
-  conv.kernel = 3;
-  conv.stride = 2;
-  conv.pad = {false, 1, 1, 1, 1};
-  conv.weight = "conv.weight";
-  conv.bias = "conv.bias";
-  conv.act = Activation::SiLU;
-  conv.inputs = {x};
-  conv.output = g.add_value(4);
-  g.add_node(conv);
-  Node pool;
-  pool.name = "pool";
-  pool.op = Op::GlobalAvgPool;
-  pool.inputs = {conv.output};
-  pool.output = g.add_value(4);
-  g.add_node(pool);
-  Node fc;
-  fc.name = "fc";
-  fc.op = Op::Linear;
-  fc.weight = "fc.weight";
-  fc.bias = "fc.bias";
-  fc.inputs = {pool.output};
-  fc.output = g.add_value(2);
-  g.add_node(fc);
-  g.set_output(fc.output);
+  GraphBuilder b(def);
   auto fill = [](std::vector<int64_t> shape) {
     Tensor t(shape);
     for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = 0.01f * static_cast<float>(i % 17) - 0.05f;
     return t;
   };
-  def.weights["conv.weight"] = fill({4, 3, 3, 3});
-  def.weights["conv.bias"] = fill({4});
-  def.weights["fc.weight"] = fill({2, 4});
-  def.weights["fc.bias"] = fill({2});
-  def.task_config = {{"preprocess",
+  int x = b.input("pixels", DType::F32, {{0, "batch"}, {3, ""}, {8, ""}, {8, ""}});
+  x = b.op("transpose", "nhwc", {x}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}});
+  ConvOptions conv;
+  conv.stride = 2;
+  conv.pad = 1;
+  conv.act = Activation::SiLU;
+  x = b.conv2d(x, "conv", fill({4, 3, 3, 3}), fill({4}), conv);
+  x = b.global_avg_pool(x, "pool");
+  x = b.op("reshape", "flatten", {x}, {{"shape", std::vector<int64_t>{0, -1}}});
+  b.output("logits", b.linear(x, "fc", fill({2, 4}), fill({2})));
+  def.task_config = {{"graph", "main"},
+                     {"preprocess",
                       {{"input_size", {3, 8, 8}},
                        {"interpolation", "bicubic"},
                        {"crop_pct", 1.0},
@@ -106,10 +86,10 @@ nlohmann::json manifest_of(const std::vector<uint8_t>& bytes) { return Bundle::f
 TEST(Bundle, RoundTrips) {
   auto bytes = tiny_bundle_bytes();
   auto b = Bundle::from_bytes(bytes, "tiny.bundle");
-  EXPECT_EQ(b->manifest()["format_version"], 1);
-  EXPECT_EQ(b->graph().nodes().size(), 3u);
-  std::vector<float> storage;
-  auto w = b->tensor("conv.weight").as_float(storage);
+  EXPECT_EQ(b->manifest()["format_version"], 2);
+  EXPECT_EQ(b->graph("main").nodes().size(), 5u);
+  EXPECT_EQ(b->main_graph(), "main");
+  const auto w = b->constants()("conv.weight").to_f32();
   ModelDefinition def = tiny_model();
   ASSERT_EQ(w.size(), def.weights["conv.weight"].data.size());
   EXPECT_TRUE(std::equal(w.begin(), w.end(), def.weights["conv.weight"].data.begin()));
@@ -123,12 +103,56 @@ TEST(Bundle, StoresFp16WeightsAndFp32Biases) {
   info.precision = "fp16";
   write_bundle(path, tiny_model(), info);
   auto b = Bundle::open(path);
-  EXPECT_EQ(b->tensor("conv.weight").dtype, "F16");
-  EXPECT_EQ(b->tensor("conv.bias").dtype, "F32");
+  EXPECT_EQ(b->tensor("conv.weight").dtype, DType::F16);
+  EXPECT_EQ(b->tensor("conv.bias").dtype, DType::F32);
+  // The graph still computes in f32: narrower storage is the bundle's business.
+  EXPECT_EQ(b->graph("main").values()[*b->graph("main").find_value("pixels")].dtype, DType::F32);
   ModelDefinition def = tiny_model();
-  auto w = b->weights()("conv.weight");
-  ASSERT_EQ(w.data.size(), def.weights["conv.weight"].data.size());
-  for (size_t i = 0; i < w.data.size(); ++i) EXPECT_NEAR(w.data[i], def.weights["conv.weight"].data[i], 1e-4);
+  const auto w = b->constants()("conv.weight").to_f32();
+  ASSERT_EQ(w.size(), def.weights["conv.weight"].data.size());
+  for (size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(w[i], def.weights["conv.weight"].data[i], 1e-4);
+}
+
+// Two graphs sharing one tensor, an integer input and constant, two outputs, and a state.
+TEST(Bundle, StoresSeveralGraphsWithIntegersAndStates) {
+  ModelDefinition def;
+  def.family = "test";
+  def.architecture = "two";
+  def.task = "test";
+  {
+    GraphBuilder b(def, "encoder");
+    const int ids = b.input("ids", DType::I64, {{0, "batch"}, {0, "seq"}});
+    const int table = b.weight("embed", Tensor({5, 4}));
+    const int offset = b.weight("offset", Tensor({1}), DType::I64);
+    const int shifted = b.op("add", "shift", {ids, offset});
+    b.output("hidden", b.op("gather", "embed", {table, shifted}));
+    b.output("ids_out", shifted);
+  }
+  {
+    GraphBuilder b(def, "decoder");
+    const int table = b.weight("embed", Tensor({5, 4}));
+    const int cache = b.graph().add_state("cache", DType::F32, {{0, "batch"}, {8, ""}, {4, ""}});
+    const int pos = b.input("position", DType::I64, {{1, ""}});
+    const int row = b.input("row", DType::F32, {{0, "batch"}, {1, ""}, {4, ""}});
+    const int updated = b.op("dynamic_update_slice", "append", {cache, row, pos}, {{"axis", int64_t{1}}});
+    b.output("sum", b.op("reduce", "sum", {updated}, {{"op", std::string("sum")}, {"axes", std::vector<int64_t>{1}}}));
+    (void)table;
+  }
+  def.weights["offset"].data = {2.0f};
+  def.task_config = {{"graph", "encoder"}};
+  const std::string path = test::binary_dir() + "/two-graphs.bundle";
+  write_bundle(path, def, BuildInfo{});
+  auto b = Bundle::open(path);
+  EXPECT_EQ(b->graphs().size(), 2u);
+  EXPECT_EQ(b->main_graph(), "encoder");
+  EXPECT_EQ(b->tensor("offset").dtype, DType::I64);
+  EXPECT_EQ(b->manifest()["graphs"]["decoder"]["interface"]["states"][0]["name"], "cache");
+  EXPECT_EQ(b->manifest()["graphs"]["encoder"]["interface"]["inputs"][0]["shape"], nlohmann::json({"batch", "seq"}));
+  EXPECT_NE(test::error_message([&] { b->graph("nope"); }).find("it has: decoder, encoder"), std::string::npos);
+  // A whole number is required of an integer constant.
+  def.weights["offset"].data = {2.5f};
+  EXPECT_NE(test::error_message([&] { write_bundle(path, def, BuildInfo{}); }).find("not a whole number"),
+            std::string::npos);
 }
 
 TEST(Half, RoundsToNearestEven) {
@@ -154,8 +178,11 @@ TEST(Bundle, RejectsTruncatedAndCorruptFiles) {
   bad_magic[0] = 'X';
   EXPECT_NE(error_of(bad_magic).find("bad magic"), std::string::npos);
   auto future = good;
-  future[bundle::kOffVersion] = 2;
-  EXPECT_NE(error_of(future).find("format version 2"), std::string::npos);
+  future[bundle::kOffVersion] = 3;
+  EXPECT_NE(error_of(future).find("format version 3"), std::string::npos);
+  auto old = good;
+  old[bundle::kOffVersion] = 1;
+  EXPECT_NE(error_of(old).find("rebuild it with `kiln build`"), std::string::npos);
   auto flip_data = good;
   flip_data[flip_data.size() - 70] ^= 0x10;
   EXPECT_NE(error_of(flip_data).find("data checksum"), std::string::npos);
@@ -182,17 +209,38 @@ TEST(Bundle, RejectsInconsistentManifests) {
   auto wrong_size = m;
   wrong_size["tensors"][0]["shape"] = {5};
   EXPECT_NE(error_of(with_manifest(good, wrong_size)).find("size does not match"), std::string::npos);
-  auto missing_weight = m;
-  missing_weight["graph"]["nodes"][0]["weight"] = "nope";
-  EXPECT_NE(error_of(with_manifest(good, missing_weight)).find("not in the tensor table"), std::string::npos);
-  auto bad_input = m;
-  bad_input["graph"]["nodes"][1]["inputs"] = {7};
-  EXPECT_NE(error_of(with_manifest(good, bad_input)).find("not defined before use"), std::string::npos);
-  auto bad_op = m;
-  bad_op["graph"]["nodes"][1]["op"] = "softmax";
-  EXPECT_NE(error_of(with_manifest(good, bad_op)).find("unknown op"), std::string::npos);
+  nlohmann::json& graph = m["graphs"]["main"]["graph"];
+  auto edit = [&](const std::function<void(nlohmann::json&)>& change) {
+    auto copy = m;
+    change(copy["graphs"]["main"]["graph"]);
+    return error_of(with_manifest(good, copy));
+  };
+  int weight_value = -1;
+  for (size_t v = 0; v < graph["values"].size(); ++v)
+    if (graph["values"][v].value("name", "") == "conv.weight") weight_value = static_cast<int>(v);
+  ASSERT_GE(weight_value, 0);
+  EXPECT_NE(edit([&](auto& g) { g["values"][weight_value]["name"] = "nope"; }).find("not in the tensor table"),
+            std::string::npos);
+  EXPECT_NE(edit([&](auto& g) {
+              g["values"][weight_value]["shape"] = {4, 3, 3, 2};
+            }).find("has shape"),
+            std::string::npos);
+  EXPECT_NE(
+      edit([](auto& g) { g["nodes"][1]["inputs"][0] = g["nodes"][4]["outputs"][0]; }).find("before it is written"),
+      std::string::npos);
+  EXPECT_NE(edit([](auto& g) { g["nodes"][1]["op"] = "frobnicate"; }).find("unknown op 'frobnicate'"),
+            std::string::npos);
+  EXPECT_NE(edit([](auto& g) { g["nodes"][1]["attrs"]["stride"] = {0, 2}; }).find("bad stride"), std::string::npos);
+  EXPECT_NE(edit([](auto& g) { g["nodes"][1]["attrs"]["colour"] = 3; }).find("unknown attribute 'colour'"),
+            std::string::npos);
+  EXPECT_NE(edit([](auto& g) { g["values"][1]["dtype"] = "i64"; }).find("recorded as i64"), std::string::npos);
+  EXPECT_NE(edit([](auto& g) { g["nodes"][2]["outputs"] = g["nodes"][1]["outputs"]; }).find("not a fresh"),
+            std::string::npos);
+  auto lying = m;
+  lying["graphs"]["main"]["interface"]["inputs"][0]["dtype"] = "f16";
+  EXPECT_NE(error_of(with_manifest(good, lying)).find("disagrees with the graph"), std::string::npos);
   auto no_graph = m;
-  no_graph.erase("graph");
+  no_graph.erase("graphs");
   EXPECT_NE(error_of(with_manifest(good, no_graph)).find("malformed"), std::string::npos);
 }
 

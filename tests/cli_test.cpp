@@ -93,7 +93,10 @@ TEST(Cli, ClassifiesAndPrintsJson) {
   ASSERT_EQ(test::run_command(kiln_bin() + " inspect --json " + good_bundle(), &out), 0);
   auto j = nlohmann::json::parse(out);
   EXPECT_EQ(j["model"]["architecture"], "efficientnet_b0");
-  EXPECT_EQ(j["input"]["batch_sizes"], nlohmann::json({1, 4}));
+  EXPECT_EQ(j["build"]["batch_sizes"], nlohmann::json({1, 4}));
+  EXPECT_EQ(j["graphs"]["main"]["inputs"],
+            nlohmann::json::parse(R"([{"name": "pixels", "dtype": "f32", "shape": ["batch", 3, 224, 224]}])"));
+  EXPECT_EQ(j["graphs"]["main"]["outputs"], nlohmann::json::parse(R"([{"name": "logits", "dtype": "f32"}])"));
   EXPECT_EQ(j["summary"]["parameters"], 5267540);
 }
 

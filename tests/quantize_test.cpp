@@ -5,12 +5,14 @@
 #include <cmath>
 #include <random>
 
-#include "backends/cpu/cpu_engine.h"
+#include "backends/engine.h"
 #include "bundle/bundle.h"
 #include "checkpoints/safetensors.h"
 #include "core/error.h"
 #include "core/fp8.h"
+#include "graph/builder.h"
 #include "graph/family_registry.h"
+#include "graph/ops/conv2d.h"
 #include "quantize/calibrate.h"
 #include "quantize/recipe.h"
 #include "tests/test_support.h"
@@ -64,12 +66,12 @@ ModelDefinition b0() {
 TEST(Recipe, TheFamilyRecipesSelectTheSeedStudysLayers) {
   ModelDefinition def = b0();
   const Family* family = FamilyRegistry::instance().find_family("efficientnet_b0");
-  auto recipes = family->recipes();
+  const auto& recipes = family->info().recipes;
   ASSERT_FALSE(recipes.empty());
-  EXPECT_EQ(recipes.front().first, "fp8-pointwise");
+  EXPECT_EQ(family->info().default_recipe, "fp8-pointwise");
   std::map<std::string, std::vector<Fp8Layer>> selected;
   for (const auto& [name, text] : recipes)
-    selected[name] = select_fp8_layers(def.graph, parse_recipe(nlohmann::json::parse(text), name), 224, 224);
+    selected[name] = select_fp8_layers(def.graph(), parse_recipe(nlohmann::json::parse(text), name));
   EXPECT_EQ(selected["fp8-pointwise"].size(), 32u);  // 15 expand, 16 project and the head conv: the seed study's 32
   EXPECT_EQ(selected["fp8-pointwise-depthwise"].size(), 32u + 16u);
   EXPECT_EQ(selected["fp8-project"].size(), 16u);
@@ -83,60 +85,49 @@ TEST(Recipe, TheFamilyRecipesSelectTheSeedStudysLayers) {
 // GPU), then to E4M3: 1.0625 is the midpoint of E4M3's 1.0 and 1.125.
 TEST(Fp8, EmulationRoundsTheFp16InputToE4M3) {
   ModelDefinition def;
-  Graph& g = def.graph;
-  const int in = g.add_value(8, "input"), out = g.add_value(8);
-  g.set_input(in);
-  Node n;
-  n.name = "pw";
-  n.op = Op::Conv2d;
-  n.inputs = {in};
-  n.output = out;
-  n.weight = "pw.weight";
-  n.weight_scale = "pw.weight_scale";
-  n.input_scale = 1.0f;
-  g.add_node(n);
-  g.set_output(out);
+  GraphBuilder b(def);
+  const int in = b.input("x", DType::F32, {{1, ""}, {1, ""}, {1, ""}, {8, ""}});
   Tensor w({8, 1, 1, 8}), scale({8});
   for (int o = 0; o < 8; ++o) {
     w.data[o * 8 + o] = 1.0f;  // identity
     scale.data[o] = 1.0f;
   }
-  def.weights[n.weight] = w;
-  def.weights[n.weight_scale] = scale;
+  const int wv = b.weight("pw.weight", w, DType::F8E4M3), sv = b.weight("pw.weight_scale", scale);
+  b.output("y", b.op("conv2d", "pw", {in, wv, -1, sv}, {{"input_scale", 1.0}}));
   def.validate();
-  CpuEngine cpu(def.graph, def.weight_lookup());
+  Engine cpu(def.graph(), def.constants(), EngineOptions{"cpu"});
   // 1.0625 + 1.2e-7 is above the midpoint in fp32 (-> 1.125) but is 1.0625 in fp16 (a tie -> 1.0,
   // the even one); 1.0635 stays above the midpoint in fp16 too.
-  std::vector<float> x(8, 1.06250012f), y(8);
+  std::vector<float> x(8, 1.06250012f);
   x[1] = 1.0635f;
-  cpu.run(x.data(), 1, 1, 1, y.data());
+  const auto y = cpu.run({HostTensor::from_f32("x", {1, 1, 1, 8}, x)})[0].to_f32();
   EXPECT_EQ(y[0], 1.0f);
   EXPECT_EQ(y[1], 1.125f);
 }
 
 TEST(Fp8, InputOnlyLayersKeepTheirWeightsAndSurviveABundle) {
   ModelDefinition def = b0();
-  const Graph& g = def.graph;
+  const Graph& g = def.graph();
   int dw = -1;
   for (int i = 0; i < static_cast<int>(g.nodes().size()) && dw < 0; ++i)
-    if (g.nodes()[i].op == Op::Conv2d && g.nodes()[i].groups > 1) dw = i;
+    if (g.nodes()[i].op == "conv2d" && g.nodes()[i].attrs.get_int("groups") > 1) dw = i;
   ASSERT_GE(dw, 0);
-  const std::vector<float> before = def.weights.at(g.nodes()[dw].weight).data;
+  const std::string weight = g.values()[g.nodes()[dw].inputs[conv2d_input::Weight]].name;
+  const std::vector<float> before = def.weights.at(weight).data;
   apply_fp8(def, {{dw, false}}, {{dw, 3.5f}});
-  const Node& n = def.graph.nodes()[dw];
-  EXPECT_TRUE(n.fp8_input());
-  EXPECT_FALSE(n.fp8_weights());
-  EXPECT_FLOAT_EQ(n.input_scale, 3.5f / 448);
-  EXPECT_EQ(def.weights.at(n.weight).data, before);
+  const Node& n = def.graph().nodes()[dw];
+  EXPECT_FLOAT_EQ(n.attrs.get_float("input_scale"), 3.5f / 448);
+  EXPECT_EQ(n.input(conv2d_input::WeightScale), -1);
+  EXPECT_EQ(def.weights.at(weight).data, before);
   std::string path = test::binary_dir() + "/b0-fp8-input-only.bundle";
   BuildInfo info;
   info.precision = "fp8";
   write_bundle(path, def, info);
   auto bundle = Bundle::open(path);
-  const Node& m = bundle->graph().nodes()[dw];
-  EXPECT_FLOAT_EQ(m.input_scale, n.input_scale);
-  EXPECT_FALSE(m.fp8_weights());
-  EXPECT_EQ(bundle->tensor(m.weight).dtype, "F16");
+  const Node& m = bundle->graph("main").nodes()[dw];
+  EXPECT_EQ(m.attrs.get_float("input_scale"), n.attrs.get_float("input_scale"));
+  EXPECT_EQ(m.input(conv2d_input::WeightScale), -1);
+  EXPECT_EQ(bundle->tensor(weight).dtype, DType::F16);
 }
 
 TEST(Calibration, HistogramClips) {
@@ -159,15 +150,17 @@ TEST(Calibration, HistogramClips) {
 TEST(Fp8, CalibratedB0StaysCloseToFp32OnTheCpu) {
   ModelDefinition def = b0(), q = b0();
   QuantRecipe recipe = parse_recipe(seed_recipe(), "seed");
-  auto layers = select_fp8_layers(q.graph, recipe, 224, 224);
+  auto layers = select_fp8_layers(q.graph(), recipe);
   auto pre = classification::PreprocessConfig::from_json(q.task_config["preprocess"]);
   CalibrationOptions calib{test::data_path("data/imagenet-calib-500"), 24, "", 8};
   apply_fp8(q, layers, calibrate_activations(q, node_indices(layers), pre, recipe, calib));
   int fp8 = 0;
-  for (const auto& n : q.graph.nodes()) {
-    if (!n.fp8_weights()) continue;
+  const Graph& qg = q.graph();
+  for (const auto& n : qg.nodes()) {
+    if (n.op != "conv2d" || qg.values()[n.inputs[conv2d_input::Weight]].dtype != DType::F8E4M3) continue;
     ++fp8;
-    for (float v : q.weights.at(n.weight).data) ASSERT_EQ(round_to_e4m3(v), v) << n.name;
+    for (float v : q.weights.at(qg.values()[n.inputs[conv2d_input::Weight]].name).data)
+      ASSERT_EQ(round_to_e4m3(v), v) << n.name;
   }
   EXPECT_EQ(fp8, 32);
   // Through a bundle, so that F8_E4M3 storage is exercised too.
@@ -176,13 +169,13 @@ TEST(Fp8, CalibratedB0StaysCloseToFp32OnTheCpu) {
   info.precision = "fp8";
   write_bundle(path, q, info);
   auto bundle = Bundle::open(path);
-  EXPECT_EQ(bundle->tensor(q.graph.nodes()[layers[0].node].weight).dtype, "F8_E4M3");
-  CpuEngine ref(def.graph, def.weight_lookup()), emu(bundle->graph(), bundle->weights());
+  EXPECT_EQ(bundle->tensor(qg.values()[qg.nodes()[layers[0].node].inputs[conv2d_input::Weight]].name).dtype,
+            DType::F8E4M3);
+  Engine ref(def.graph(), def.constants(), EngineOptions{"cpu"});
+  Engine emu(bundle->graph("main"), bundle->constants(), EngineOptions{"cpu"});
   SafetensorsFile inputs(test::data_path("reference/efficientnet_b0_timm_reference.safetensors"));
   Tensor in = inputs.to_float("inputs");
-  std::vector<float> a(8000), b(8000);
-  ref.run(in.data.data(), 8, 224, 224, a.data());
-  emu.run(in.data.data(), 8, 224, 224, b.data());
+  const std::vector<float> a = test::logits(ref, in), b = test::logits(emu, in);
   double diff = test::max_abs_diff(a.data(), b.data(), a.size());
   EXPECT_GT(diff, 1e-3) << "FP8 emulation changed nothing";
   // Calibrated on 24 images only (to keep the test short): logits move, the ranking mostly not.

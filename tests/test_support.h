@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "backends/engine.h"
 #include "core/error.h"
+#include "core/tensor.h"
 
 namespace kiln::test {
 
@@ -56,6 +58,16 @@ inline std::vector<int> top_indices(const float* logits, int n, int k) {
   std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) { return logits[a] > logits[b]; });
   idx.resize(k);
   return idx;
+}
+
+// Runs an image model's graph ("pixels" [N, C, H, W] -> "logits") on NCHW floats; `taps` are
+// named values to return after the logits.
+inline std::vector<HostTensor> run_pixels(Engine& engine, const Tensor& pixels,
+                                          const std::vector<std::string>& taps = {}) {
+  return engine.run({HostTensor::from_f32("pixels", pixels.shape, pixels.data)}, taps);
+}
+inline std::vector<float> logits(Engine& engine, const Tensor& pixels) {
+  return run_pixels(engine, pixels)[0].to_f32();
 }
 
 // Runs a shell command, returning its exit status and capturing stdout+stderr.

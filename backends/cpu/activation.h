@@ -1,11 +1,12 @@
-// SiLU and sigmoid for the CPU backend. expf is written out (Cephes' polynomial, within 2 ulp)
+// Activations for the CPU backend. expf is written out (Cephes' polynomial, within 2 ulp)
 // because glibc's scalar expf does not vectorise and dominated the run time of whole layers.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
-#include "graph/graph.h"
+#include "graph/ops/activation.h"
 
 namespace kiln::cpu {
 
@@ -29,17 +30,25 @@ inline float exp_approx(float x) {
 
 inline float apply_activation(float v, Activation act) {
   switch (act) {
+    case Activation::None:
+      return v;
+    case Activation::ReLU:
+      return v > 0.0f ? v : 0.0f;
     case Activation::SiLU:
       return v / (1.0f + exp_approx(-v));
     case Activation::Sigmoid:
       return 1.0f / (1.0f + exp_approx(-v));
-    case Activation::None:
-      break;
+    case Activation::Tanh:
+      return std::tanh(v);
+    case Activation::Gelu:
+      return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
+    case Activation::GeluTanh:
+      return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
   }
   return v;
 }
 
-// y[i] = act(y[i] + bias[i % channels]) over rows of `channels` elements.
+// y[i] = act(y[i] + bias[i % channels]) over rows of `channels` elements (bias may be null).
 void bias_activation(float* y, int64_t rows, int channels, const float* bias, Activation act);
 
 }  // namespace kiln::cpu

@@ -1,13 +1,11 @@
 // Compiled instead of backends/cuda/ when CMake finds no CUDA compiler.
-#include "backends/engine.h"
+#include "backends/backend.h"
 #include "core/error.h"
 
 namespace kiln {
 
 bool cuda_backend_available() { return false; }
 
-std::unique_ptr<Engine> make_cuda_engine(const Graph&, const WeightLookup&, const nlohmann::json&) {
-  fail("[engine] this kiln was built without CUDA");
-}
+std::unique_ptr<Backend> make_cuda_backend(const std::string&) { fail("[engine] this kiln was built without CUDA"); }
 
 }  // namespace kiln

@@ -22,8 +22,11 @@ class WeightSource {
   virtual void linear(const std::string& module, const std::vector<int64_t>& shape, Tensor& weight, Tensor& bias) = 0;
 };
 
-// Fills graph and weights of `def`; `num_classes` sizes the classifier.
-void build_graph(const ArchSpec& arch, int num_classes, WeightSource& source, ModelDefinition& def);
+// Fills the "main" graph and the weights of `def`: input "pixels" [batch, 3, height, width]
+// (NCHW, normalised), output "logits" [batch, num_classes]; stage outputs are named taps
+// ("stem_out", "blocks.0" ... "blocks.6", "head_out", NHWC) for comparing with timm.
+void build_graph(const ArchSpec& arch, int num_classes, int height, int width, WeightSource& source,
+                 ModelDefinition& def);
 
 // timm's eval preprocessing (pretrained_cfg keys) for `arch`, overridden by `cfg` where given.
 nlohmann::json preprocess_config(const ArchSpec& arch, const nlohmann::json& cfg);

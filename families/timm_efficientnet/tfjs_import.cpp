@@ -5,6 +5,7 @@
 #include <set>
 
 #include "checkpoints/checkpoint.h"
+#include "checkpoints/convert.h"
 #include "checkpoints/tfjs_model.h"
 #include "core/error.h"
 #include "families/timm_efficientnet/arch.h"
@@ -25,27 +26,6 @@ std::string block_path(const std::string& module) {
   return kPrefix + "stack_" + m[1].str() + "/block_" + m[2].str() + "/";
 }
 
-Tensor hwio_to_ohwi(const Tensor& w) {
-  int64_t kh = w.dim(0), kw = w.dim(1), i = w.dim(2), o = w.dim(3);
-  Tensor out({o, kh, kw, i});
-  for (int64_t y = 0; y < kh; ++y)
-    for (int64_t x = 0; x < kw; ++x)
-      for (int64_t c = 0; c < i; ++c)
-        for (int64_t k = 0; k < o; ++k)
-          out.data[((k * kh + y) * kw + x) * i + c] = w.data[((y * kw + x) * i + c) * o + k];
-  return out;
-}
-
-// Depthwise [kh, kw, C, 1] -> [C, kh, kw, 1].
-Tensor depthwise_to_ohwi(const Tensor& w) {
-  int64_t kh = w.dim(0), kw = w.dim(1), c = w.dim(2);
-  Tensor out({c, kh, kw, 1});
-  for (int64_t y = 0; y < kh; ++y)
-    for (int64_t x = 0; x < kw; ++x)
-      for (int64_t k = 0; k < c; ++k) out.data[(k * kh + y) * kw + x] = w.data[(y * kw + x) * c + k];
-  return out;
-}
-
 void expect_shape(const Tensor& t, const std::vector<int64_t>& shape, const std::string& what) {
   KILN_CHECK(t.shape == shape, "[tfjs_import] {} has shape {}, the architecture needs {}", what, shape_string(t.shape),
              shape_string(shape));
@@ -60,7 +40,7 @@ class TfjsSource : public WeightSource {
     std::string base = conv_base(module);
     bool depthwise = module.ends_with("conv_dw");
     const Tensor& w = m_.weight(base + (depthwise ? "depthwise_weights" : "Conv2D_weights"));
-    weight = depthwise ? depthwise_to_ohwi(w) : hwio_to_ohwi(w);
+    weight = depthwise ? depthwise_hwc1_to_ohwi(w) : hwio_to_ohwi(w);
     expect_shape(weight, shape, module);
     bias = m_.weight(base + (depthwise ? "depthwise_bn_offset" : "Conv2D_bn_offset"));
     expect_shape(bias, {shape[0]}, module + " offset");
@@ -79,9 +59,7 @@ class TfjsSource : public WeightSource {
     Tensor w = m_.weight(n.inputs[1]);
     if (w.shape.size() == 4) w.shape = {w.dim(2), w.dim(3)};  // [1, 1, in, out] -> [in, out]
     expect_shape(w, {shape[1], shape[0]}, module);
-    weight = Tensor({shape[0], shape[1]});
-    for (int64_t i = 0; i < shape[1]; ++i)
-      for (int64_t o = 0; o < shape[0]; ++o) weight.data[o * shape[1] + i] = w.data[i * shape[0] + o];
+    weight = transpose_2d(w);
     bias = m_.weight(n.inputs[2]);
     expect_shape(bias, {shape[0]}, module + " bias");
   }
@@ -181,8 +159,10 @@ class TfjsImporter : public Importer {
     TfjsSource source(m);
     const Tensor& logits_w = m.weight(m.node(kPrefix + "logits/BiasAdd").inputs.at(1));
     int num_classes = static_cast<int>(logits_w.dim(1));
-    build_graph(arch, num_classes, source, def);
-    def.task_config = {{"preprocess", preprocess_config(arch, normalisation(m))},
+    const nlohmann::json pre = preprocess_config(arch, normalisation(m));
+    build_graph(arch, num_classes, pre["input_size"][1].get<int>(), pre["input_size"][2].get<int>(), source, def);
+    def.task_config = {{"graph", "main"},
+                       {"preprocess", pre},
                        {"labels", classification::labels_from_hf_config(nlohmann::json::object(), num_classes)}};
     def.source = {{"format", "tfjs-graph-model"}, {"files", m.files()}};
     return def;

@@ -1,9 +1,16 @@
-// kiln's public C++ API: build a bundle from a checkpoint, load it, classify images.
+// kiln's public C++ API: build a bundle from a checkpoint, load it, run it on named tensors
+// (kiln::Model, any bundle) or through a task (kiln::Classifier).
 //
 //   std::unique_ptr<kiln::Classifier> model;
 //   kiln::Status s = kiln::Classifier::load("model.bundle", &model);
 //   std::vector<kiln::Classification> out;
 //   s = model->classify_files({"cat.jpg"}, 5, &out);
+//
+//   std::unique_ptr<kiln::Model> m;
+//   s = kiln::Model::load("model.bundle", &m);
+//   for (const auto& in : m->inputs()) ...                 // name, dtype, shape ("batch" x 3 x 224 x 224)
+//   std::vector<kiln::HostTensor> outputs;
+//   s = m->run({kiln::HostTensor::from_f32("pixels", {1, 3, 224, 224}, pixels)}, &outputs);
 #pragma once
 
 #include <cstdint>
@@ -12,6 +19,7 @@
 #include <vector>
 
 #include "kiln/status.h"
+#include "kiln/tensor.h"
 
 namespace kiln {
 
@@ -54,11 +62,47 @@ struct Classification {
 };
 
 struct ModelInfo {
-  std::string model_id, revision, family, architecture, precision, kiln_version, created;
-  int channels = 0, height = 0, width = 0, num_classes = 0;
+  std::string model_id, revision, family, architecture, precision, kiln_version, created, task;
+  int channels = 0, height = 0, width = 0, num_classes = 0;  // image classifiers
   std::vector<int> batch_sizes;
   uint64_t bundle_bytes = 0;
   std::string device;  // where it runs: "cpu", "cuda:0 (NVIDIA H200)"
+};
+
+// A graph input or output: its name, element type and shape; a dim whose size a run chooses
+// has size -1 and the name of its symbol ("batch", "seq").
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<std::string> symbols;  // per dim: "" for a fixed size
+};
+
+// Any bundle, run on named tensors. A bundle may hold several graphs (an encoder and a decoder
+// step); the default is the one its task runs. Tensors a graph keeps across runs (a KV cache)
+// belong to the model and are shared by its graphs.
+class Model {
+ public:
+  // device: "cpu", "cuda", or "auto" (the GPU when there is one).
+  static Status load(const std::string& bundle_path, std::unique_ptr<Model>* out, const std::string& device = "auto");
+  ~Model();
+
+  const ModelInfo& info() const;
+  std::vector<std::string> graphs() const;
+  std::string default_graph() const;
+  // The inputs and outputs of a graph ("" = the default); an output's symbolic dims are not known
+  // before a run, so its shape lists the sizes at the graph's example sizes, symbols empty.
+  std::vector<TensorSpec> inputs(const std::string& graph = "") const;
+  std::vector<TensorSpec> outputs(const std::string& graph = "") const;
+  // Runs a graph on tensors named like its inputs (every one); `outputs` receives its outputs.
+  Status run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs, const std::string& graph = "");
+  // Zeroes the tensors the model keeps across runs.
+  void reset_states();
+
+ private:
+  Model();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // A decoded 8-bit RGB image (row-major, 3 bytes a pixel), owned by the caller.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
 
@@ -24,12 +25,9 @@ std::vector<Scored> top_k(const float* logits, int classes, int k) {
 }
 
 ImageClassifier::ImageClassifier(std::shared_ptr<const Bundle> bundle, const std::string& device)
-    : bundle_(std::move(bundle)),
-      engine_(make_engine(device, bundle_->graph(), bundle_->weights(),
-                          bundle_->manifest().value("plans", nlohmann::json::object()))) {
-  const auto& m = bundle_->manifest();
+    : bundle_(std::move(bundle)) {
+  const auto& task = bundle_->manifest().at("task");
   try {
-    const auto& task = m.at("task");
     KILN_CHECK(task.at("type").get<std::string>() == "image_classification", "[classify] {} is not an image classifier",
                bundle_->path());
     pre_ = PreprocessConfig::from_json(task.at("preprocess"));
@@ -37,13 +35,32 @@ ImageClassifier::ImageClassifier(std::shared_ptr<const Bundle> bundle, const std
   } catch (const nlohmann::json::exception& e) {
     fail("[classify] {}: malformed task section: {}", bundle_->path(), e.what());
   }
-  int classes = engine_->output_elements(pre_.height, pre_.width);
-  KILN_CHECK(static_cast<int>(labels_.size()) == classes, "[classify] {}: {} labels for {} classes", bundle_->path(),
-             labels_.size(), classes);
+  const Graph& g = bundle_->graph(bundle_->main_graph());
+  const auto inputs = g.inputs();
+  const auto pixels = g.find_value("pixels");
+  KILN_CHECK(inputs.size() == 1 && pixels && g.find_output("logits"),
+             "[classify] {}: the graph must take one input 'pixels' and give 'logits'", bundle_->path());
+  const ShapeSpec& spec = g.values()[*pixels].shape;
+  const bool fits = spec.size() == 4 && spec[0].is_symbol() && spec[1] == Dim{pre_.channels, {}} &&
+                    spec[2] == Dim{pre_.height, {}} && spec[3] == Dim{pre_.width, {}};
+  KILN_CHECK(fits, "[classify] {}: input 'pixels' {} does not match the preprocessing's {}x{}x{}", bundle_->path(),
+             to_string(spec), pre_.channels, pre_.height, pre_.width);
+  batch_symbol_ = spec[0].symbol;
+  const auto shapes = g.infer_shapes(bindings(1));
+  const Shape& logits = shapes[g.outputs()[*g.find_output("logits")].value];
+  KILN_CHECK(logits.size() == 2 && logits[1] == static_cast<int64_t>(labels_.size()),
+             "[classify] {}: {} labels for logits {}", bundle_->path(), labels_.size(), to_string(logits));
+  engine_ = std::make_unique<Engine>(g, bundle_->constants(), bundle_->engine_options(device));
 }
 
+Bindings ImageClassifier::bindings(int batch) const { return {{batch_symbol_, batch}}; }
+
 void ImageClassifier::run(const float* input, int batch, float* logits) {
-  engine_->run(input, batch, pre_.height, pre_.width, logits);
+  KILN_CHECK(batch >= 1, "[classify] batch must be at least 1");
+  HostTensor pixels = HostTensor::zeros("pixels", DType::F32, {batch, pre_.channels, pre_.height, pre_.width});
+  std::memcpy(pixels.data.data(), input, pixels.data.size());
+  const auto out = engine_->run({pixels});
+  std::memcpy(logits, out[0].data.data(), out[0].data.size());
 }
 
 std::vector<float> ImageClassifier::classify(const std::vector<const Image*>& images) {

@@ -1,5 +1,6 @@
 // Image classification on a loaded bundle: preprocessing from the bundle, the engine, softmax
-// and top-k with the bundle's labels.
+// and top-k with the bundle's labels. The bundle's graph takes "pixels" [batch, 3, H, W] (NCHW,
+// normalised) and gives "logits" [batch, classes].
 #pragma once
 
 #include <memory>
@@ -31,6 +32,8 @@ class ImageClassifier {
   int num_classes() const { return static_cast<int>(labels_.size()); }
   const Bundle& bundle() const { return *bundle_; }
   Engine& engine() { return *engine_; }
+  // The engine's sizes for a batch ({"batch": n}).
+  Bindings bindings(int batch) const;
 
   // input: batch x C x H x W; logits: batch x classes.
   void run(const float* input, int batch, float* logits);
@@ -42,6 +45,7 @@ class ImageClassifier {
   PreprocessConfig pre_;
   std::vector<std::string> labels_;
   std::unique_ptr<Engine> engine_;
+  std::string batch_symbol_;
 };
 
 }  // namespace kiln::classification

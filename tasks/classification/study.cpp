@@ -56,13 +56,12 @@ nlohmann::json measure_speed(const StudyOptions& o, const std::shared_ptr<Bundle
     ImageClassifier model(bundle, o.device);
     *device_used = model.engine().device();
     const bool gpu = *device_used != "cpu";
-    const auto& pre = model.preprocess_config();
     for (int batch : o.batches) {
-      model.engine().prepare(batch, pre.height, pre.width);
-      auto ms = model.engine().benchmark(batch, pre.height, pre.width, gpu ? 100 : 1, gpu ? o.iters : 3, gpu ? 20 : 1);
+      model.engine().prepare(model.bindings(batch));
+      auto ms = model.engine().benchmark(model.bindings(batch), gpu ? 100 : 1, gpu ? o.iters : 3, gpu ? 20 : 1);
       speed["ms"][std::to_string(batch)] = median(ms);
     }
-    auto profile = model.engine().profile(o.batches.back(), pre.height, pre.width, 10);
+    auto profile = model.engine().profile(model.bindings(o.batches.back()), 10);
     if (!profile.empty()) speed["profile_ms"] = profile;
   } catch (const Error& e) {
     speed["error"] = e.what();

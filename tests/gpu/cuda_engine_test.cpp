@@ -6,7 +6,6 @@
 #include <cmath>
 #include <random>
 
-#include "backends/cpu/cpu_engine.h"
 #include "backends/engine.h"
 #include "checkpoints/safetensors.h"
 #include "graph/family_registry.h"
@@ -18,6 +17,7 @@ namespace {
 
 using test::compare;
 using test::GraphMaker;
+using test::image_sizes;
 using test::mbconv_graph;
 
 TEST(CudaEngine, FusedMBConvPathMatchesCpu) {
@@ -32,20 +32,37 @@ TEST(CudaEngine, FusedMBConvPathMatchesCpu) {
         }
 }
 
+TEST(CudaEngine, TheMBConvPathIsFused) {
+  REQUIRE_GPU();
+  // What the rewrites must make of an MBConv network: no separate gate multiply, residual add,
+  // SE pool or input transpose; two dense layers as one mlp; the classifier writing f32 itself.
+  auto gpu = test::engine(mbconv_graph(16, 3, 1, false), "cuda");
+  std::map<std::string, int> ops;
+  for (const Node& n : gpu->executed().nodes()) ops[n.op]++;
+  EXPECT_EQ(ops["mul"], 0);
+  EXPECT_EQ(ops["add"], 0);
+  EXPECT_EQ(ops["transpose"], 0);
+  EXPECT_EQ(ops["cast"], 0);
+  EXPECT_EQ(ops["mlp"], 2);
+  EXPECT_EQ(ops["linear"], 1);
+  EXPECT_EQ(ops["reduce"], 1);  // the head's pool, after a GEMM
+  for (const Node& n : gpu->executed().nodes()) EXPECT_EQ(n.device, "cuda") << n.name;
+}
+
 TEST(CudaEngine, UnfusedKernelsMatchCpu) {
   REQUIRE_GPU();
-  // The SE gate feeds two consumers and the residual add is not after a GEMM, so scale, add,
-  // pool and linear run as kernels of their own; 10 classes take the naive linear kernel.
+  // The SE gate feeds two consumers and the residual add is not after a GEMM, so mul, add,
+  // pool and linear run as kernels of their own; 10 classes take the small linear kernel.
   GraphMaker g(11);
   int x = g.input(3);
   x = g.conv(x, 24, 3, 2, false, Activation::SiLU);
   int d = g.conv(x, 24, 3, 1, true, Activation::None);
-  int p = g.simple(Op::GlobalAvgPool, {d});
+  int p = g.pool(d);
   int gate = g.linear(p, 24, Activation::Sigmoid);
-  int s = g.simple(Op::ScaleChannels, {d, gate});
-  int a = g.simple(Op::Add, {s, x});
-  int b = g.simple(Op::Add, {s, a});
-  int pooled = g.simple(Op::GlobalAvgPool, {b});
+  int s = g.op("mul", {d, gate});
+  int a = g.op("add", {s, x});
+  int b = g.op("add", {s, a});
+  int pooled = g.flatten(g.pool(b));
   int out = g.linear(pooled, 10, Activation::None);
   g.finish(out);
   for (int batch : {1, 4}) EXPECT_LT(compare(g.def, batch, 20, 18), 5e-3) << "batch " << batch;
@@ -59,7 +76,7 @@ TEST(CudaEngine, LargeGemmsMatchCpu) {
   x = g.conv(x, 40, 3, 1, false, Activation::SiLU);
   x = g.conv(x, 328, 1, 1, false, Activation::SiLU);
   x = g.conv(x, 96, 1, 1, false, Activation::None);
-  x = g.simple(Op::GlobalAvgPool, {x});
+  x = g.flatten(g.pool(x));
   x = g.linear(x, 1000, Activation::None);
   g.finish(x);
   EXPECT_LT(compare(g.def, 2, 45, 41), 5e-3);
@@ -75,46 +92,41 @@ TEST(CudaEngine, EveryGemmVariantMatchesCpu) {
   d = g.squeeze_excite(d, 12);
   int y = g.conv(d, 336, 1, 1, false, Activation::None);  // long K next, for the split-K variants
   y = g.conv(y, 48, 1, 1, false, Activation::None);
-  y = g.simple(Op::Add, {y, x});
-  y = g.simple(Op::GlobalAvgPool, {y});
+  y = g.op("add", {y, x});
+  y = g.flatten(g.pool(y));
   y = g.linear(y, 24, Activation::None);
   g.finish(y);
-  const test::ForcedVariants forced(g.def, 2, 19, 17);
-  ASSERT_GE(forced.gemms(), 3u);
-  const std::vector<float> input = test::random_input(g.def, 2, 19, 17, 3);
-  std::vector<float> a(2 * 24);
-  make_engine("cpu", g.def.graph, g.def.weight_lookup())->run(input.data(), 2, 19, 17, a.data());
+  const Bindings sizes = image_sizes(2, 38, 34);
+  const test::ForcedVariants forced(g.def, sizes);
+  ASSERT_GE(forced.choices(), 3u);
+  const Tensor input = test::random_input(g.def, 2, 38, 34, 3);
+  const std::vector<float> a = test::logits(*test::engine(g.def, "cpu"), input);
   for (const std::string& variant : test::kGemmVariantNames) {
-    auto gpu = forced.engine(variant);
-    std::vector<float> b(2 * 24, std::nanf(""));
-    gpu->run(input.data(), 2, 19, 17, b.data());
-    EXPECT_EQ(gpu->export_plan()["batches"]["2"]["gemm"][0], variant) << "the forced plan was not used";
+    auto gpu = forced.forced(variant);
+    const std::vector<float> b = test::logits(*gpu, input);
+    EXPECT_EQ(test::ForcedVariants::first_choice(*gpu, sizes), variant) << "the forced plan was not used";
     EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant;
   }
 }
 
-// A squeeze-excite MLP on its own (pool, then linears of 8 and 16 outputs as GEMMs of two rows),
-// with every GEMM variant forced.
+// Two dense layers on pooled vectors as GEMMs of two rows (no squeeze-excite shape to fuse them
+// into an mlp: the second has 16 outputs for 16 channels, but nothing gates a map with it).
 TEST(CudaEngine, SmallLinearChainsMatchCpuWithEveryVariant) {
   REQUIRE_GPU();
   GraphMaker g(21);
   int x = g.input(3);
   x = g.conv(x, 16, 3, 1, false, Activation::SiLU);
-  x = g.simple(Op::GlobalAvgPool, {x});
+  x = g.flatten(g.pool(x));
   x = g.linear(x, 8, Activation::SiLU);
   x = g.linear(x, 16, Activation::Sigmoid);
   g.finish(x);
-  const test::ForcedVariants forced(g.def, 2, 6, 5);
-  const std::vector<float> input = test::random_input(g.def, 2, 6, 5, 5);
-  std::vector<float> a(2 * 16);
-  make_engine("cpu", g.def.graph, g.def.weight_lookup())->run(input.data(), 2, 6, 5, a.data());
+  const Bindings sizes = image_sizes(2, 33, 32);
+  const test::ForcedVariants forced(g.def, sizes);
+  const Tensor input = test::random_input(g.def, 2, 33, 32, 5);
+  const std::vector<float> a = test::logits(*test::engine(g.def, "cpu"), input);
   for (const std::string& variant : test::kGemmVariantNames) {
-    auto gpu = forced.engine(variant);
-    std::vector<float> b(a.size(), std::nanf(""));
-    gpu->run(input.data(), 2, 6, 5, b.data());
-    std::string values;
-    for (size_t e = 0; e < b.size(); e += 4) values += fmt::format(" {:.3g}/{:.3g}", a[e], b[e]);
-    EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant << " CPU/CUDA:" << values;
+    const std::vector<float> b = test::logits(*forced.forced(variant), input);
+    EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant;
   }
 }
 
@@ -127,14 +139,12 @@ TEST(CudaEngine, EfficientNetB0MatchesCpuOnReferenceInputs) {
   REQUIRE_GPU();
   ModelDefinition def = b0();
   SafetensorsFile ref(test::data_path("reference/efficientnet_b0_timm_reference.safetensors"));
-  auto cpu = make_engine("cpu", def.graph, def.weight_lookup());
-  auto gpu = make_engine("cuda", def.graph, def.weight_lookup());
+  auto cpu = test::engine(def, "cpu"), gpu = test::engine(def, "cuda");
+  EXPECT_EQ(gpu->cpu_fallback_nodes(), 0);
   for (const char* name : {"inputs", "stress_inputs"}) {
     Tensor in = ref.to_float(name);
-    int batch = static_cast<int>(in.dim(0));
-    std::vector<float> a(batch * 1000), b(batch * 1000);
-    cpu->run(in.data.data(), batch, 224, 224, a.data());
-    gpu->run(in.data.data(), batch, 224, 224, b.data());
+    const int batch = static_cast<int>(in.dim(0));
+    const std::vector<float> a = test::logits(*cpu, in), b = test::logits(*gpu, in);
     double max_abs = test::max_abs_diff(a.data(), b.data(), a.size());
     std::printf("[cuda] %s: fp16 vs fp32 max |logit diff| %.4f, rel L2 %.2e\n", name, max_abs,
                 test::rel_l2(b.data(), a.data(), a.size()));
@@ -153,12 +163,13 @@ TEST(CudaEngine, BatchesAgreeWithSingleImages) {
   ModelDefinition def = b0();
   SafetensorsFile ref(test::data_path("reference/efficientnet_b0_timm_reference.safetensors"));
   Tensor in = ref.to_float("inputs");
-  auto gpu = make_engine("cuda", def.graph, def.weight_lookup());
-  std::vector<float> all(8 * 1000), one(1000);
-  gpu->run(in.data.data(), 8, 224, 224, all.data());
+  auto gpu = test::engine(def, "cuda");
+  const std::vector<float> all = test::logits(*gpu, in);
   for (int n = 0; n < 8; ++n) {
-    gpu->run(in.data.data() + n * 3 * 224 * 224, 1, 224, 224, one.data());
-    EXPECT_LT(test::max_abs_diff(one.data(), all.data() + n * 1000, 1000), 2e-2) << n;
+    Tensor one({1, 3, 224, 224});
+    std::copy(in.data.begin() + n * one.numel(), in.data.begin() + (n + 1) * one.numel(), one.data.begin());
+    const std::vector<float> y = test::logits(*gpu, one);
+    EXPECT_LT(test::max_abs_diff(y.data(), all.data() + n * 1000, 1000), 2e-2) << n;
   }
 }
 

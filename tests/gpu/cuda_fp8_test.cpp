@@ -21,8 +21,8 @@ const char* kExpandedRecipe = R"({"name": "t", "layers": [{"kind": "pointwise"},
                                    {"kind": "depthwise", "quantize": "input"}]})";
 
 // Every selected layer clipped at `clip`: small enough that some activations saturate.
-ModelDefinition quantized(ModelDefinition def, const char* recipe, int h, int w, float clip) {
-  auto layers = select_fp8_layers(def.graph, parse_recipe(nlohmann::json::parse(recipe), "t"), h, w);
+ModelDefinition quantized(ModelDefinition def, const char* recipe, float clip) {
+  auto layers = select_fp8_layers(def.graph(), parse_recipe(nlohmann::json::parse(recipe), "t"));
   std::map<int, float> clips;
   for (const auto& l : layers) clips[l.node] = clip;
   apply_fp8(def, layers, clips);
@@ -41,23 +41,22 @@ TEST(CudaFp8, SinglePointwiseConvMatchesCpuEmulation) {
       x = g.conv(x, 16, 3, 1, false, Activation::SiLU);
       int y = gated ? g.squeeze_excite(x, 8) : x;
       y = g.conv(y, 16, 1, 1, false, Activation::None);
-      if (residual) y = g.simple(Op::Add, {y, x});
-      y = g.simple(Op::GlobalAvgPool, {y});
+      if (residual) y = g.op("add", {y, x});
+      y = g.flatten(g.pool(y));
       y = g.linear(y, 8, Activation::None);
       g.finish(y);
       for (bool fp8 : {false, true}) {
         ModelDefinition def =
-            fp8 ? quantized(g.def, R"({"name": "t", "layers": [{"kind": "pointwise"}]})", 6, 5, 2.0f) : g.def;
-        const test::ForcedVariants forced(def, 2, 6, 5);
-        const std::vector<float> input = test::random_input(def, 2, 6, 5, 5);
-        std::vector<float> a(2 * 8);
-        make_engine("cpu", def.graph, def.weight_lookup())->run(input.data(), 2, 6, 5, a.data());
+            fp8 ? quantized(g.def, R"({"name": "t", "layers": [{"kind": "pointwise"}]})", 2.0f) : g.def;
+        const Bindings sizes = test::image_sizes(2, 6, 5);
+        const test::ForcedVariants forced(def, sizes);
+        const Tensor input = test::random_input(def, 2, 6, 5, 5);
+        const std::vector<float> a = test::logits(*test::engine(def, "cpu"), input);
         for (const std::string& variant : test::kGemmVariantNames) {
-          auto gpu = forced.engine(variant);
-          std::vector<float> b(2 * 8, std::nanf(""));
-          gpu->run(input.data(), 2, 6, 5, b.data());
+          auto gpu = forced.forced(variant);
+          const std::vector<float> b = test::logits(*gpu, input);
           std::string summary;
-          for (const auto& line : gpu->plan_summary(2)) summary += line + "; ";
+          for (const auto& line : gpu->plan_summary(sizes)) summary += line + "; ";
           std::string values;
           for (size_t e = 0; e < b.size(); ++e) values += fmt::format(" {:.3g}/{:.3g}", a[e], b[e]);
           EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 1e-2)
@@ -74,15 +73,12 @@ TEST(CudaFp8, MBConvPathMatchesCpuEmulation) {
     for (int stride : {1, 2})
       for (auto [batch, h, w] : {std::tuple{1, 32, 32}, std::tuple{3, 29, 37}, std::tuple{4, 64, 48}}) {
         ModelDefinition fp32 = test::mbconv_graph(16, k, stride, false);
-        ModelDefinition fp8 = quantized(fp32, kExpandedRecipe, h, w, 3.0f);
+        ModelDefinition fp8 = quantized(fp32, kExpandedRecipe, 3.0f);
         const double gpu_vs_emulation = test::compare(fp8, batch, h, w);
         // How far FP8 moves the output at all: the CPU's FP8 emulation against its fp32.
-        auto a = make_engine("cpu", fp32.graph, fp32.weight_lookup());
-        auto b = make_engine("cpu", fp8.graph, fp8.weight_lookup());
-        const std::vector<float> in = test::random_input(fp32, batch, h, w, test::compare_seed(batch, h));
-        std::vector<float> ya(batch * 16), yb(batch * 16);
-        a->run(in.data(), batch, h, w, ya.data());
-        b->run(in.data(), batch, h, w, yb.data());
+        const Tensor in = test::random_input(fp32, batch, h, w, test::compare_seed(batch, h));
+        const std::vector<float> ya = test::logits(*test::engine(fp32, "cpu"), in);
+        const std::vector<float> yb = test::logits(*test::engine(fp8, "cpu"), in);
         const double fp8_effect = test::rel_l2(yb.data(), ya.data(), ya.size());
         EXPECT_LT(gpu_vs_emulation, 3e-2) << "k" << k << " s" << stride << " batch " << batch;
         EXPECT_LT(gpu_vs_emulation, 0.5 * fp8_effect) << "k" << k << " s" << stride << ": FP8 inactive on the GPU?";
@@ -99,22 +95,21 @@ TEST(CudaFp8, EveryFp8GemmVariantMatchesCpuEmulation) {
   d = g.squeeze_excite(d, 12);
   int y = g.conv(d, 336, 1, 1, false, Activation::None);  // K past one stage
   y = g.conv(y, 48, 1, 1, false, Activation::None);
-  y = g.simple(Op::Add, {y, x});
-  y = g.simple(Op::GlobalAvgPool, {y});
+  y = g.op("add", {y, x});
+  y = g.flatten(g.pool(y));
   y = g.linear(y, 24, Activation::None);
   g.finish(y);
-  ModelDefinition def = quantized(g.def, kExpandedRecipe, 19, 17, 4.0f);
-  const test::ForcedVariants forced(def, 2, 19, 17);
+  ModelDefinition def = quantized(g.def, kExpandedRecipe, 4.0f);
+  const Bindings sizes = test::image_sizes(2, 38, 34);
+  const test::ForcedVariants forced(def, sizes);
   // FP8 expand (-> E4M3), project (+gate), 336 -> 48 (+residual); the fp16 classifier
-  ASSERT_EQ(forced.gemms(), 4u);
-  const std::vector<float> input = test::random_input(def, 2, 19, 17, 3);
-  std::vector<float> a(2 * 24);
-  make_engine("cpu", def.graph, def.weight_lookup())->run(input.data(), 2, 19, 17, a.data());
+  ASSERT_EQ(forced.choices(), 4u);
+  const Tensor input = test::random_input(def, 2, 38, 34, 3);
+  const std::vector<float> a = test::logits(*test::engine(def, "cpu"), input);
   for (const char* variant : {"mma_128x64", "mma_64x64", "mma_64x128", "mma_32x64", "mma_128x32"}) {
-    auto gpu = forced.engine(variant);
-    std::vector<float> b(2 * 24, std::nanf(""));
-    gpu->run(input.data(), 2, 19, 17, b.data());
-    EXPECT_EQ(gpu->export_plan()["batches"]["2"]["gemm"][0], variant) << "the forced plan was not used";
+    auto gpu = forced.forced(variant);
+    const std::vector<float> b = test::logits(*gpu, input);
+    EXPECT_EQ(test::ForcedVariants::first_choice(*gpu, sizes), variant) << "the forced plan was not used";
     EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 3e-2) << variant;
   }
 }
@@ -126,21 +121,18 @@ TEST(CudaFp8, CalibratedB0AgreesWithCpuEmulationOnReferenceInputs) {
   SafetensorsFile ref(test::data_path("reference/efficientnet_b0_timm_reference.safetensors"));
   Tensor in = ref.to_float("inputs");
   const int batch = static_cast<int>(in.dim(0));
-  for (const auto& [name, text] : family->recipes()) {
+  for (const auto& [name, text] : family->info().recipes) {
     if (name != "fp8-pointwise" && name != "fp8-e4m3-expanded") continue;
     ModelDefinition def = family->build(ckpt), fp32 = def;
     QuantRecipe recipe = parse_recipe(nlohmann::json::parse(text), name);
-    auto layers = select_fp8_layers(def.graph, recipe, 224, 224);
+    auto layers = select_fp8_layers(def.graph(), recipe);
     auto pre = classification::PreprocessConfig::from_json(def.task_config["preprocess"]);
     CalibrationOptions calib{test::data_path("data/imagenet-calib-500"), 24, "", 8};
     apply_fp8(def, layers, calibrate_activations(def, node_indices(layers), pre, recipe, calib));
-    auto cpu = make_engine("cpu", def.graph, def.weight_lookup());
-    auto gpu = make_engine("cuda", def.graph, def.weight_lookup());
-    auto ref = make_engine("cpu", fp32.graph, fp32.weight_lookup());
-    std::vector<float> a(batch * 1000), b(batch * 1000), r(batch * 1000);
-    cpu->run(in.data.data(), batch, 224, 224, a.data());
-    gpu->run(in.data.data(), batch, 224, 224, b.data());
-    ref->run(in.data.data(), batch, 224, 224, r.data());
+    auto gpu = test::engine(def, "cuda");
+    EXPECT_EQ(gpu->cpu_fallback_nodes(), 0);
+    const std::vector<float> a = test::logits(*test::engine(def, "cpu"), in), b = test::logits(*gpu, in),
+                             r = test::logits(*test::engine(fp32, "cpu"), in);
     // An E4M3 rounding that one side takes up and the other down (their fp16 inputs differ in the
     // last bit) moves a value by a whole E4M3 step, so GPU and emulation differ more than fp16 and
     // fp32 do; they must still differ clearly less than FP8 differs from fp32 (measured: about half).

@@ -1,6 +1,6 @@
-// Test graphs for the GPU tests (built node by node with random weights), their random inputs,
-// the CPU-vs-CUDA comparison, engines with a GEMM tile variant forced, and the skip for machines
-// without a usable GPU.
+// Test graphs for the GPU tests (image networks built layer by layer with random weights), their
+// random inputs, the CPU-vs-CUDA comparison, engines with one kernel variant forced on every
+// node that has variants, and the skip for machines without a usable GPU.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/engine.h"
+#include "graph/builder.h"
 #include "graph/model_definition.h"
 #include "tests/test_support.h"
 
@@ -28,128 +29,137 @@ inline const std::vector<std::string> kGemmVariantNames = {
     "wmma_64x64",    "wmma_128x64", "wmma_64x32", "wmma_32x64", "wmma_128x64_w8", "wmma_64x128_w8", "wmma_32x64_k4",
     "wmma_32x64_k8", "mma_128x64",  "mma_64x64",  "mma_64x128", "mma_32x64",      "mma_128x32"};
 
-// Builds graphs node by node with random weights.
+// Builds image graphs ("pixels" [batch, C, height, width] NCHW -> NHWC layers -> "logits") with
+// random weights.
 class GraphMaker {
  public:
-  explicit GraphMaker(uint32_t seed) : rng_(seed) {}
+  explicit GraphMaker(uint32_t seed) : rng_(seed), b_(def) {}
   ModelDefinition def;
 
+  // The input, already transposed to NHWC, as the network's layers read it.
   int input(int c) {
-    int v = def.graph.add_value(c, "input");
-    def.graph.set_input(v);
-    return v;
+    const int x = b_.input("pixels", DType::F32, {{0, "batch"}, {c, ""}, {0, "height"}, {0, "width"}});
+    b_.graph().set_symbol("height", {32, 4096});
+    b_.graph().set_symbol("width", {32, 4096});
+    channels_[x] = c;
+    return channel(b_.op("transpose", name(), {x}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}), c);
   }
   int conv(int x, int out, int k, int stride, bool depthwise, Activation act, bool same = false) {
-    int in = def.graph.values()[x].channels;
-    Node n = base(Op::Conv2d, {x}, out);
-    n.kernel = k;
-    n.stride = stride;
-    n.groups = depthwise ? in : 1;
-    n.act = act;
-    if (same)
-      n.pad.same = true;
-    else
-      n.pad = {false, (k - 1) / 2, (k - 1) / 2, (k - 1) / 2, (k - 1) / 2};
-    weight(n, {out, k, k, depthwise ? 1 : in}, 1.0f / std::sqrt(static_cast<float>(k * k * (depthwise ? 1 : in))));
-    return add(n);
+    const int in = channels_.at(x);
+    ConvOptions o;
+    o.stride = stride;
+    o.groups = depthwise ? in : 1;
+    o.same = same;
+    o.pad = (k - 1) / 2;
+    o.act = act;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(k * k * (depthwise ? 1 : in)));
+    return channel(b_.conv2d(x, name(), random({out, k, k, depthwise ? 1 : in}, scale), random({out}, 0.5f), o), out);
   }
   int linear(int x, int out, Activation act) {
-    Node n = base(Op::Linear, {x}, out);
-    n.act = act;
-    weight(n, {out, def.graph.values()[x].channels},
-           1.0f / std::sqrt(static_cast<float>(def.graph.values()[x].channels)));
-    return add(n);
+    const int in = channels_.at(x);
+    return channel(
+        b_.linear(x, name(), random({out, in}, 1.0f / std::sqrt(static_cast<float>(in))), random({out}, 0.5f), act),
+        out);
   }
-  int simple(Op op, std::vector<int> inputs) {
-    const int channels = def.graph.values()[inputs[0]].channels;  // before inputs is moved from
-    return add(base(op, std::move(inputs), channels));
+  int pool(int x) { return channel(b_.global_avg_pool(x, name()), channels_.at(x)); }
+  int flatten(int x) {
+    return channel(b_.op("reshape", name(), {x}, {{"shape", std::vector<int64_t>{0, -1}}}), channels_.at(x));
+  }
+  int op(const std::string& op, std::vector<int> inputs) {
+    const int c = channels_.at(inputs[0]);
+    return channel(b_.op(op, name(), std::move(inputs)), c);
   }
   int squeeze_excite(int x, int rd) {
-    int c = def.graph.values()[x].channels;
-    int p = simple(Op::GlobalAvgPool, {x});
-    int r = linear(p, rd, Activation::SiLU);
-    int g = linear(r, c, Activation::Sigmoid);
-    return simple(Op::ScaleChannels, {x, g});
+    const int c = channels_.at(x);
+    const int p = pool(x);
+    const int r = linear(p, rd, Activation::SiLU);
+    const int g = linear(r, c, Activation::Sigmoid);
+    return op("mul", {x, g});
   }
   void finish(int out) {
-    def.graph.set_output(out);
+    b_.output("logits", out);
+    def.task_config = {{"graph", "main"}};
     def.validate();
   }
 
  private:
-  Node base(Op op, std::vector<int> inputs, int out_channels) {
-    Node n;
-    n.name = "n" + std::to_string(def.graph.nodes().size());
-    n.op = op;
-    n.inputs = std::move(inputs);
-    n.output = def.graph.add_value(out_channels);
-    return n;
+  std::string name() { return "n" + std::to_string(counter_++); }
+  int channel(int v, int c) {
+    channels_[v] = c;
+    return v;
   }
-  void weight(Node& n, std::vector<int64_t> shape, float scale) {
+  Tensor random(std::vector<int64_t> shape, float scale) {
     std::normal_distribution<float> d(0.0f, scale);
-    Tensor w(shape), b({shape[0]});
-    for (auto& v : w.data) v = d(rng_);
-    for (auto& v : b.data) v = d(rng_) * 0.5f;
-    n.weight = n.name + ".weight";
-    n.bias = n.name + ".bias";
-    def.weights[n.weight] = std::move(w);
-    def.weights[n.bias] = std::move(b);
-  }
-  int add(Node n) {
-    int out = n.output;
-    def.graph.add_node(std::move(n));
-    return out;
+    Tensor t(std::move(shape));
+    for (auto& v : t.data) v = d(rng_);
+    return t;
   }
   std::mt19937 rng_;
+  GraphBuilder b_;
+  std::map<int, int> channels_;
+  int counter_ = 0;
 };
 
-// Standard-normal input for `batch` images of h x w, the same for the same seed.
-inline std::vector<float> random_input(const ModelDefinition& def, int batch, int h, int w, uint32_t seed) {
+inline Bindings image_sizes(int batch, int h, int w) { return {{"batch", batch}, {"height", h}, {"width", w}}; }
+
+// Standard-normal NCHW input for `batch` images of h x w, the same for the same seed.
+inline Tensor random_input(const ModelDefinition& def, int batch, int h, int w, uint32_t seed) {
+  const Graph& g = def.graph();
+  const int channels = static_cast<int>(g.values()[*g.find_value("pixels")].shape[1].value);
   std::mt19937 rng(seed);
   std::normal_distribution<float> d;
-  std::vector<float> input(static_cast<size_t>(batch) * def.graph.values()[def.graph.input()].channels * h * w);
-  for (auto& v : input) v = d(rng);
+  Tensor input({batch, channels, h, w});
+  for (auto& v : input.data) v = d(rng);
   return input;
 }
 
 // The input compare() uses for a batch size and height.
 inline uint32_t compare_seed(int batch, int h) { return static_cast<uint32_t>(batch * 131 + h); }
 
-// Runs both engines on the same random input; returns the relative L2 error of CUDA vs CPU.
-inline double compare(const ModelDefinition& def, int batch, int h, int w, double* max_abs = nullptr) {
-  auto cpu = make_engine("cpu", def.graph, def.weight_lookup());
-  auto gpu = make_engine("cuda", def.graph, def.weight_lookup());
-  const std::vector<float> input = random_input(def, batch, h, w, compare_seed(batch, h));
-  const int out = cpu->output_elements(h, w);
-  std::vector<float> a(static_cast<size_t>(batch) * out), b(a.size(), std::nanf(""));
-  cpu->run(input.data(), batch, h, w, a.data());
-  gpu->run(input.data(), batch, h, w, b.data());
-  const auto nonfinite = std::count_if(b.begin(), b.end(), [](float v) { return !std::isfinite(v); });
-  EXPECT_EQ(nonfinite, 0) << "unwritten or non-finite CUDA outputs; first: CPU " << a[0] << " CUDA " << b[0];
-  if (max_abs) *max_abs = test::max_abs_diff(a.data(), b.data(), a.size());
-  return test::rel_l2(b.data(), a.data(), a.size());
+inline std::unique_ptr<Engine> engine(const ModelDefinition& def, const std::string& device,
+                                      const nlohmann::json& saved = nlohmann::json::object()) {
+  EngineOptions o{device, device == "cpu" ? "fp32" : "fp16", saved};
+  return std::make_unique<Engine>(def.graph(), def.constants(), o);
 }
 
-// CUDA engines with one GEMM tile variant forced on every GEMM: the saved plan of a probe engine
-// prepared for batch x h x w, with its choices replaced.
+// Runs the CPU and the CUDA engine (fp16) on the same random input; returns the relative L2
+// error of CUDA against the CPU. Every node must run on the GPU.
+inline double compare(const ModelDefinition& def, int batch, int h, int w, double* max_abs = nullptr) {
+  auto cpu = engine(def, "cpu"), gpu = engine(def, "cuda");
+  EXPECT_EQ(gpu->cpu_fallback_nodes(), 0) << "a node fell back to the CPU";
+  const Tensor input = random_input(def, batch, h, w, compare_seed(batch, h));
+  const std::vector<float> a = logits(*cpu, input), b = logits(*gpu, input);
+  const auto nonfinite = std::count_if(b.begin(), b.end(), [](float v) { return !std::isfinite(v); });
+  EXPECT_EQ(nonfinite, 0) << "non-finite CUDA outputs; first: CPU " << a[0] << " CUDA " << b[0];
+  if (max_abs) *max_abs = max_abs_diff(a.data(), b.data(), a.size());
+  return rel_l2(b.data(), a.data(), a.size());
+}
+
+// CUDA engines with one variant forced on every node that has variants: the saved plan of a
+// probe engine prepared for these sizes, with its choices replaced.
 class ForcedVariants {
  public:
-  ForcedVariants(const ModelDefinition& def, int batch, int h, int w) : def_(def), batch_(std::to_string(batch)) {
-    auto probe = make_engine("cuda", def.graph, def.weight_lookup());
-    probe->prepare(batch, h, w);
-    plan_ = probe->export_plan();
+  ForcedVariants(const ModelDefinition& def, const Bindings& sizes) : def_(def), key_(to_string(sizes)) {
+    auto probe = engine(def, "cuda");
+    probe->prepare(sizes);
+    plans_ = probe->export_plans();
   }
-  size_t gemms() const { return plan_.at("batches").at(batch_).at("gemm").size(); }
-  std::unique_ptr<Engine> engine(const std::string& variant) const {
-    nlohmann::json plan = plan_;
-    plan["batches"][batch_]["gemm"] = std::vector<std::string>(gemms(), variant);
-    return make_engine("cuda", def_.graph, def_.weight_lookup(), {{"cuda", plan}});
+  size_t choices() const { return plans_.at("cuda").at("plans").at(key_).size(); }
+  std::unique_ptr<Engine> forced(const std::string& variant) const {
+    nlohmann::json plans = plans_;
+    for (auto& [node, v] : plans["cuda"]["plans"][key_].items()) v = variant;
+    return engine(def_, "cuda", plans);
+  }
+  // The variant a forced engine reports for its first node with variants.
+  static std::string first_choice(Engine& e, const Bindings& sizes) {
+    const nlohmann::json p = e.export_plans();
+    return p.at("cuda").at("plans").at(to_string(sizes)).begin().value();
   }
 
  private:
   const ModelDefinition& def_;
-  std::string batch_;
-  nlohmann::json plan_;
+  std::string key_;
+  nlohmann::json plans_;
 };
 
 // stem -> expand -> depthwise + SE -> project (+ residual) -> head conv -> pool -> classifier:
@@ -163,13 +173,13 @@ inline ModelDefinition mbconv_graph(int classes, int k, int stride, bool same) {
   y = g.conv(y, 48, k, 1, true, Activation::SiLU, same);
   y = g.squeeze_excite(y, 12);
   y = g.conv(y, 16, 1, 1, false, Activation::None);
-  x = g.simple(Op::Add, {y, skip});
+  x = g.op("add", {y, skip});
   y = g.conv(x, 64, 1, 1, false, Activation::SiLU);
   y = g.conv(y, 64, k, stride, true, Activation::SiLU, same);
   y = g.squeeze_excite(y, 4);
   x = g.conv(y, 24, 1, 1, false, Activation::None);
   x = g.conv(x, 40, 1, 1, false, Activation::SiLU);
-  x = g.simple(Op::GlobalAvgPool, {x});
+  x = g.flatten(g.pool(x));
   x = g.linear(x, classes, Activation::None);
   g.finish(x);
   return g.def;

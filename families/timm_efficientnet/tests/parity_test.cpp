@@ -2,7 +2,7 @@
 // in fp32 with TF32 off): logits on real and stress inputs, and the intermediate stage outputs.
 #include <gtest/gtest.h>
 
-#include "backends/cpu/cpu_engine.h"
+#include "backends/engine.h"
 #include "checkpoints/safetensors.h"
 #include "graph/family_registry.h"
 #include "tests/test_support.h"
@@ -29,15 +29,14 @@ class LogitParity : public ::testing::TestWithParam<Case> {};
 TEST_P(LogitParity, MatchesTimmOnImagesAndStressInputs) {
   SafetensorsFile ref(test::data_path(kReference));
   ModelDefinition def = define(GetParam().checkpoint);
-  CpuEngine engine(def.graph, def.weight_lookup());
+  Engine engine(def.graph(), def.constants(), EngineOptions{"cpu"});
   for (const auto& [input_name, logits_name] :
        {std::pair{"inputs", std::string(GetParam().arch) + ".logits"},
         std::pair{"stress_inputs", std::string(GetParam().arch) + ".stress_logits"}}) {
     Tensor input = ref.to_float(input_name);
     Tensor expect = ref.to_float(logits_name);
     int batch = static_cast<int>(input.dim(0));
-    std::vector<float> logits(static_cast<size_t>(batch) * 1000);
-    engine.run(input.data.data(), batch, 224, 224, logits.data());
+    const std::vector<float> logits = test::logits(engine, input);
     double diff = test::max_abs_diff(logits.data(), expect.data.data(), logits.size());
     EXPECT_LT(diff, 2e-3) << input_name;
     for (int n = 0; n < batch; ++n)
@@ -55,17 +54,25 @@ INSTANTIATE_TEST_SUITE_P(SharedCheckpoints, LogitParity,
 TEST(StageParity, EfficientNetB0StagesMatchTimm) {
   SafetensorsFile ref(test::data_path(kReference));
   ModelDefinition def = define("efficientnet_b0.tfhub-transplant");
-  CpuEngine engine(def.graph, def.weight_lookup());
-  Tensor input = ref.to_float("inputs");
+  Engine engine(def.graph(), def.constants(), EngineOptions{"cpu"});
+  Tensor all = ref.to_float("inputs"), first({1, 3, 224, 224});
+  std::copy(all.data.begin(), all.data.begin() + first.numel(), first.data.begin());
   std::vector<std::string> taps = {"stem_out", "head_out"};
   for (int s = 0; s < 7; ++s) taps.push_back("blocks." + std::to_string(s));
-  std::vector<float> logits(1000);
-  auto out = engine.run_with_taps(input.data.data(), 1, 224, 224, logits.data(), taps);
-  for (const auto& tap : taps) {
-    Tensor expect = ref.to_float("efficientnet_b0.image0." + tap);
-    ASSERT_EQ(out[tap].shape, expect.shape) << tap;
-    double err = test::rel_l2(out[tap].data.data(), expect.data.data(), expect.data.size());
-    EXPECT_LT(err, 1e-5) << tap;
+  const auto out = test::run_pixels(engine, first, taps);
+  for (size_t t = 0; t < taps.size(); ++t) {
+    // kiln's maps are NHWC, timm's NCHW.
+    const HostTensor& nhwc = out[t + 1];
+    Tensor expect = ref.to_float("efficientnet_b0.image0." + taps[t]);
+    ASSERT_EQ(nhwc.shape.size(), 4u) << taps[t];
+    const int64_t h = nhwc.shape[1], w = nhwc.shape[2], c = nhwc.shape[3];
+    ASSERT_EQ(expect.shape, (std::vector<int64_t>{1, c, h, w})) << taps[t];
+    const std::vector<float> y = nhwc.to_f32();
+    std::vector<float> nchw(y.size());
+    for (int64_t p = 0; p < h * w; ++p)
+      for (int64_t k = 0; k < c; ++k) nchw[k * h * w + p] = y[p * c + k];
+    const double err = test::rel_l2(nchw.data(), expect.data.data(), expect.data.size());
+    EXPECT_LT(err, 1e-5) << taps[t];
   }
 }
 

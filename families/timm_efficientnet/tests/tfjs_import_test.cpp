@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "backends/cpu/cpu_engine.h"
+#include "backends/engine.h"
 #include "checkpoints/safetensors.h"
 #include "graph/family_registry.h"
 #include "tests/test_support.h"
@@ -31,10 +31,9 @@ TEST(TfjsImport, MatchesTheSharedTfHubCheckpoint) {
 
   SafetensorsFile ref(test::data_path("reference/efficientnet_b0_timm_reference.safetensors"));
   Tensor input = ref.to_float("inputs");
-  CpuEngine a(imported.graph, imported.weight_lookup()), b(from_ckpt.graph, from_ckpt.weight_lookup());
-  std::vector<float> la(8000), lb(8000);
-  a.run(input.data.data(), 8, 224, 224, la.data());
-  b.run(input.data.data(), 8, 224, 224, lb.data());
+  Engine a(imported.graph(), imported.constants(), EngineOptions{"cpu"});
+  Engine b(from_ckpt.graph(), from_ckpt.constants(), EngineOptions{"cpu"});
+  const std::vector<float> la = test::logits(a, input), lb = test::logits(b, input);
   double diff = test::max_abs_diff(la.data(), lb.data(), la.size());
   std::printf("[tfjs] max |logit diff| imported vs checkpoint: %.3g\n", diff);
   EXPECT_LT(diff, 2e-3);

@@ -1,0 +1,113 @@
+// kiln::Model: any bundle on named tensors; one engine per graph, made at its first run, all
+// sharing the model's states.
+#include <map>
+#include <mutex>
+
+#include "backends/engine.h"
+#include "bundle/bundle.h"
+#include "core/error.h"
+#include "kiln/kiln.h"
+
+namespace kiln {
+
+struct Model::Impl {
+  std::shared_ptr<Bundle> bundle;
+  std::string device;
+  ModelInfo info;
+  std::shared_ptr<StateStore> states = std::make_shared<StateStore>();
+  std::map<std::string, std::unique_ptr<Engine>> engines;
+
+  const std::string& graph_name(const std::string& g) const { return g.empty() ? bundle->main_graph() : g; }
+  Engine& engine(const std::string& g) {
+    const std::string& name = graph_name(g);
+    auto& e = engines[name];
+    if (!e)
+      e = std::make_unique<Engine>(bundle->graph(name), bundle->constants(), bundle->engine_options(device), states);
+    return *e;
+  }
+};
+
+Model::Model() : impl_(std::make_unique<Impl>()) {}
+Model::~Model() = default;
+
+Status Model::load(const std::string& path, std::unique_ptr<Model>* out, const std::string& device) {
+  try {
+    KILN_CHECK(device == "cpu" || device == "cuda" || device == "auto", "[model] unknown device '{}'", device);
+    std::unique_ptr<Model> m(new Model());
+    Impl& i = *m->impl_;
+    i.bundle = Bundle::open(path);
+    i.device = device;
+    const auto& man = i.bundle->manifest();
+    const auto& model = man.value("model", nlohmann::json::object());
+    i.info.model_id = model.value("id", "");
+    i.info.revision = model.value("revision", "");
+    i.info.family = model.value("family", "");
+    i.info.architecture = model.value("architecture", "");
+    i.info.precision = i.bundle->precision();
+    i.info.kiln_version = man.value("kiln_version", "");
+    i.info.created = man.value("created", "");
+    i.info.task = man.at("task").value("type", "");
+    i.info.batch_sizes = man.value("build", nlohmann::json::object()).value("batch_sizes", std::vector<int>{1});
+    i.info.bundle_bytes = i.bundle->file_size();
+    i.info.device = i.engine("").device();
+    *out = std::move(m);
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Error(e.what());
+  }
+}
+
+const ModelInfo& Model::info() const { return impl_->info; }
+
+std::vector<std::string> Model::graphs() const {
+  std::vector<std::string> out;
+  for (const auto& [name, g] : impl_->bundle->graphs()) out.push_back(name);
+  return out;
+}
+
+std::string Model::default_graph() const { return impl_->bundle->main_graph(); }
+
+namespace {
+
+TensorSpec spec_of(const Value& v, const std::string& name) {
+  TensorSpec s{name, v.dtype, {}, {}};
+  for (const Dim& d : v.shape) {
+    s.shape.push_back(d.is_symbol() ? -1 : d.value);
+    s.symbols.push_back(d.symbol);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<TensorSpec> Model::inputs(const std::string& graph) const {
+  const Graph& g = impl_->bundle->graph(impl_->graph_name(graph));
+  std::vector<TensorSpec> out;
+  for (int v : g.inputs()) out.push_back(spec_of(g.values()[v], g.values()[v].name));
+  return out;
+}
+
+std::vector<TensorSpec> Model::outputs(const std::string& graph) const {
+  const Graph& g = impl_->bundle->graph(impl_->graph_name(graph));
+  const auto shapes = g.infer_shapes(g.example_bindings());
+  std::vector<TensorSpec> out;
+  for (const auto& o : g.outputs()) {
+    TensorSpec s{o.name, g.values()[o.value].dtype, shapes[o.value], {}};
+    s.symbols.assign(s.shape.size(), "");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Status Model::run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs, const std::string& graph) {
+  try {
+    *outputs = impl_->engine(graph).run(inputs);
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Error(e.what());
+  }
+}
+
+void Model::reset_states() { impl_->states->reset(); }
+
+}  // namespace kiln

@@ -1,0 +1,110 @@
+#include "backends/cpu/cpu_backend.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/cpu/cpu_kernel.h"
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace kiln {
+
+// Defined in a file the build generates from the files of backends/cpu/ops/ (CMakeLists.txt).
+void register_cpu_kernels(CpuKernelRegistry& registry);
+
+CpuKernelRegistry& CpuKernelRegistry::instance() {
+  static CpuKernelRegistry* registry = [] {
+    auto* r = new CpuKernelRegistry();
+    register_cpu_kernels(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+void CpuKernelRegistry::add(const std::string& op, CpuKernelFactory factory) {
+  KILN_CHECK(factories_.emplace(op, std::move(factory)).second, "[cpu] two kernels for op '{}'", op);
+}
+
+const CpuKernelFactory* CpuKernelRegistry::find(const std::string& op) const {
+  auto it = factories_.find(op);
+  return it == factories_.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+// Gives a kernel that computes in f32 its float inputs as f32 and rounds its f32 outputs to
+// the outputs' types.
+class F32Adapter : public Kernel {
+ public:
+  explicit F32Adapter(std::unique_ptr<CpuKernel> inner) : inner_(std::move(inner)) {}
+  bool packs_input(int slot) const override { return inner_->packs_input(slot); }
+  bool zeroed_output(int slot) const override { return inner_->zeroed_output(slot); }
+  std::string describe() const override { return inner_->describe(); }
+  void run(const KernelArgs& args, int variant) override {
+    KernelArgs a = args;
+    size_t n_in = 0, n_out = 0;
+    for (auto& t : a.inputs) n_in += t.data && is_float(t.dtype) && t.dtype != DType::F32;
+    for (auto& t : a.outputs) n_out += is_float(t.dtype) && t.dtype != DType::F32;
+    if (n_in + n_out == 0) return inner_->run(args, variant);
+    in_.resize(a.inputs.size());
+    out_.resize(a.outputs.size());
+    for (size_t i = 0; i < a.inputs.size(); ++i) {
+      TensorRef& t = a.inputs[i];
+      if (!t.data || !is_float(t.dtype) || t.dtype == DType::F32) continue;
+      in_[i].resize(static_cast<size_t>(t.numel()));
+      convert_to_f32(t.dtype, t.data, in_[i].data(), t.numel());
+      t.data = in_[i].data();
+      t.dtype = DType::F32;
+    }
+    for (size_t i = 0; i < a.outputs.size(); ++i) {
+      TensorRef& t = a.outputs[i];
+      if (!is_float(t.dtype) || t.dtype == DType::F32) continue;
+      out_[i].assign(static_cast<size_t>(t.numel()), 0.0f);
+      t.data = out_[i].data();
+      t.dtype = DType::F32;
+    }
+    inner_->run(a, variant);
+    for (size_t i = 0; i < a.outputs.size(); ++i)
+      if (a.outputs[i].data != args.outputs[i].data)
+        convert_from_f32(args.outputs[i].dtype, out_[i].data(), args.outputs[i].data, args.outputs[i].numel());
+  }
+
+ private:
+  std::unique_ptr<CpuKernel> inner_;
+  std::vector<std::vector<float>> in_, out_;
+};
+
+}  // namespace
+
+bool CpuBackend::supports(const Graph&, const Node& node) const {
+  return CpuKernelRegistry::instance().find(node.op) != nullptr;
+}
+
+std::unique_ptr<Kernel> CpuBackend::make_kernel(const Graph& graph, int node, const ConstantLookup& constants) {
+  const Node& n = graph.nodes()[node];
+  const CpuKernelFactory* factory = CpuKernelRegistry::instance().find(n.op);
+  KILN_CHECK(factory, "[cpu] {}: no CPU kernel for op '{}'", n.name, n.op);
+  std::unique_ptr<CpuKernel> k = (*factory)(graph, node, constants);
+  if (k->any_dtype()) return k;
+  return std::make_unique<F32Adapter>(std::move(k));
+}
+
+void* CpuBackend::allocate(size_t bytes) {
+  void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
+  KILN_CHECK(p, "[cpu] out of memory allocating {} bytes", bytes);
+  return p;
+}
+
+void CpuBackend::release(void* p) { std::free(p); }
+void CpuBackend::upload(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuBackend::download(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuBackend::zero(void* dst, size_t bytes) { std::memset(dst, 0, bytes); }
+
+double CpuBackend::time_ms(const std::function<void()>& work) {
+  auto t0 = std::chrono::steady_clock::now();
+  work();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace kiln

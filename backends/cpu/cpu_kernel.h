@@ -1,0 +1,46 @@
+// The CPU backend's kernels: plain, readable loops (a BLAS GEMM where one does the work). They
+// are kiln's reference: every other backend is checked against them (tests/ops). Each op's
+// kernel lives in backends/cpu/ops/<op>.cpp and registers itself:
+//
+//   KILN_REGISTER_CPU_KERNELS(softmax) { registry.add("softmax", make<SoftmaxKernel>); }
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "backends/backend.h"
+
+namespace kiln {
+
+class CpuKernel : public Kernel {
+ public:
+  // false (most kernels): float tensors of other types reach the kernel as f32 copies and the
+  // backend rounds its f32 outputs to the output's type. true: the kernel moves elements of
+  // any type itself (reshape, transpose, gather, ...).
+  virtual bool any_dtype() const { return false; }
+};
+
+using CpuKernelFactory =
+    std::function<std::unique_ptr<CpuKernel>(const Graph& graph, int node, const ConstantLookup& constants)>;
+
+class CpuKernelRegistry {
+ public:
+  static CpuKernelRegistry& instance();  // every kernel of backends/cpu/ops/ registered
+  void add(const std::string& op, CpuKernelFactory factory);
+  const CpuKernelFactory* find(const std::string& op) const;
+
+ private:
+  std::map<std::string, CpuKernelFactory> factories_;
+};
+
+// A factory for kernels constructed from (graph, node, constants).
+template <typename K>
+std::unique_ptr<CpuKernel> make_cpu_kernel(const Graph& g, int node, const ConstantLookup& c) {
+  return std::make_unique<K>(g, node, c);
+}
+
+}  // namespace kiln
+
+#define KILN_REGISTER_CPU_KERNELS(file) void kiln_register_cpu_kernels_##file(::kiln::CpuKernelRegistry& registry)

@@ -1,0 +1,49 @@
+// gather on the CPU: rows of any type copied by index, every index checked first (token ids
+// are untrusted: none may read outside data).
+#include <cstring>
+
+#include "backends/cpu/cpu_kernel.h"
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace kiln {
+
+namespace {
+
+class GatherKernel : public CpuKernel {
+ public:
+  GatherKernel(const Graph& g, int node, const ConstantLookup&) : axis_(g.nodes()[node].attrs.get_int("axis")) {}
+  bool any_dtype() const override { return true; }
+  void run(const KernelArgs& a, int) override {
+    if (a.inputs[1].dtype == DType::I32) return typed<int32_t>(a);
+    return typed<int64_t>(a);
+  }
+
+ private:
+  template <typename I>
+  void typed(const KernelArgs& a) {
+    const TensorRef &data = a.inputs[0], &indices = a.inputs[1];
+    const int axis = normalize_axis(axis_, data.shape.size(), "[gather] " + a.node->name);
+    int64_t outer = 1, inner = dtype_size(data.dtype);
+    for (int d = 0; d < axis; ++d) outer *= data.shape[d];
+    for (size_t d = axis + 1; d < data.shape.size(); ++d) inner *= data.shape[d];
+    const int64_t dim = data.shape[axis], count = indices.numel();
+    const I* idx = indices.as<const I>();
+    for (int64_t i = 0; i < count; ++i)
+      KILN_CHECK(idx[i] >= 0 && idx[i] < dim, "[gather] {}: index {} is out of range [0, {})", a.node->name,
+                 static_cast<int64_t>(idx[i]), dim);
+    const auto* in = static_cast<const uint8_t*>(data.data);
+    auto* out = static_cast<uint8_t*>(a.outputs[0].data);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < count; ++i)
+        std::memcpy(out + (o * count + i) * inner, in + (o * dim + idx[i]) * inner, static_cast<size_t>(inner));
+  }
+
+  int64_t axis_;
+};
+
+}  // namespace
+
+KILN_REGISTER_CPU_KERNELS(gather) { registry.add("gather", make_cpu_kernel<GatherKernel>); }
+
+}  // namespace kiln

@@ -1,0 +1,77 @@
+// attention: fused scaled-dot-product attention,
+//   y[b, h, i] = sum_j softmax_j(scale * q[b, h, i] . k[b, g, j] + mask[b, h, i, j]) v[b, g, j]
+// with q [B, H, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] -> y [B, H, Sq, Dv] (q's type).
+// Grouped-query attention: H % Hkv == 0 and head h reads kv head g = h / (H / Hkv).
+//   mask (optional): additive, any float type, broadcasts to [B, H, Sq, Sk].
+//   kv_length (optional): i32 or i64 [B], each in [0, Sk]: keys at j >= kv_length[b] are
+//     ignored, so a KV cache can have a fixed capacity Sk and hold L = kv_length[b] keys.
+//   scale: 0 (the default) means 1 / sqrt(D).
+//   causal: query i sees key j only if j <= i + (L - Sq), L being kv_length[b] or Sk: the
+//     queries are the last Sq positions of the L, so a decoder step (Sq = 1) sees all L keys.
+// A query that can see no key (all masked) gives zeros, as softmax does for a -inf row.
+// Decomposition (no kv_length, H == Hkv): matmul(q, k, transpose_b, alpha=scale) -> add mask
+// (and a 0 / -inf causal mask) -> softmax -> matmul(., v).
+#include <cmath>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "graph/graph.h"
+
+namespace kiln {
+
+namespace {
+
+enum : int { Q = 0, K, V, Mask, KvLength };
+
+class AttentionOp : public OpDef {
+ public:
+  std::string name() const override { return "attention"; }
+  std::vector<OpInput> inputs() const override { return {{"q"}, {"k"}, {"v"}, {"mask", true}, {"kv_length", true}}; }
+  std::vector<AttrSpec> attributes() const override {
+    return {optional_attr("scale", AttrType::Float, 0.0), optional_attr("causal", AttrType::Int, int64_t{0})};
+  }
+  void check_attrs(const Node& n) const override {
+    KILN_CHECK(std::isfinite(n.attrs.get_float("scale")), "[attention] {}: scale must be finite", n.name);
+    const int64_t causal = n.attrs.get_int("causal");
+    KILN_CHECK(causal == 0 || causal == 1, "[attention] {}: causal must be 0 or 1", n.name);
+  }
+  std::vector<DType> infer_dtypes(const Node& n, const std::vector<std::optional<DType>>& in) const override {
+    require_float(in[Q], n, "q");
+    KILN_CHECK(*in[Q] != DType::F8E4M3, "[attention] {}: no FP8 attention", n.name);
+    require_same(in[Q], in[K], n);
+    require_same(in[Q], in[V], n);
+    if (in.size() > Mask && in[Mask]) {
+      require_float(in[Mask], n, "mask");
+      KILN_CHECK(*in[Mask] != DType::F8E4M3, "[attention] {}: no FP8 mask", n.name);
+    }
+    if (in.size() > KvLength && in[KvLength]) require_integer(in[KvLength], n, "kv_length");
+    return {*in[Q]};
+  }
+  std::vector<Shape> infer_shapes(const Node& n, const std::vector<std::optional<Shape>>& in) const override {
+    require_rank(in[Q], 4, n, "q");
+    require_rank(in[K], 4, n, "k");
+    require_rank(in[V], 4, n, "v");
+    const Shape &q = *in[Q], &k = *in[K], &v = *in[V];
+    const int64_t b = q[0], h = q[1], sq = q[2], d = q[3], hkv = k[1], sk = k[2];
+    KILN_CHECK(k[0] == b && k[3] == d && v[0] == b && v[1] == hkv && v[2] == sk,
+               "[attention] {}: q {}, k {} and v {} do not fit [B, H, Sq, D], [B, Hkv, Sk, D], [B, Hkv, Sk, Dv]",
+               n.name, to_string(q), to_string(k), to_string(v));
+    KILN_CHECK(hkv > 0 && h % hkv == 0, "[attention] {}: {} query heads do not group over {} kv heads", n.name, h, hkv);
+    KILN_CHECK(d > 0, "[attention] {}: q {} has an empty head dim", n.name, to_string(q));
+    const Shape scores = {b, h, sq, sk};
+    if (in.size() > Mask && in[Mask])
+      KILN_CHECK(in[Mask]->size() <= 4 && broadcast(scores, *in[Mask], "[attention] " + n.name) == scores,
+                 "[attention] {}: mask {} does not broadcast to the scores {}", n.name, to_string(*in[Mask]),
+                 to_string(scores));
+    if (in.size() > KvLength && in[KvLength])
+      KILN_CHECK(*in[KvLength] == Shape{b}, "[attention] {}: kv_length {} must be [{}]", n.name,
+                 to_string(*in[KvLength]), b);
+    return {{b, h, sq, v[3]}};
+  }
+};
+
+}  // namespace
+
+KILN_REGISTER_OPS(attention) { registry.add(std::make_unique<AttentionOp>()); }
+
+}  // namespace kiln

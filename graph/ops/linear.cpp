@@ -1,0 +1,113 @@
+#include "graph/ops/linear.h"
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "graph/graph.h"
+#include "graph/ops/activation.h"
+
+namespace kiln {
+
+namespace {
+
+std::optional<DType> opt_dtype(const std::vector<std::optional<DType>>& in, size_t slot) {
+  return slot < in.size() ? in[slot] : std::nullopt;
+}
+const std::optional<Shape>& opt_shape(const std::vector<std::optional<Shape>>& in, size_t slot) {
+  static const std::optional<Shape> none;
+  return slot < in.size() ? in[slot] : none;
+}
+
+// The output dtype from out_dtype (empty: x's).
+DType output_dtype(const Node& n, DType x) {
+  const std::string& out = n.attrs.get_string("out_dtype");
+  const DType y = out.empty() ? x : parse_dtype(out);
+  KILN_CHECK(is_float(y) && y != DType::F8E4M3, "[{}] {}: bad out_dtype", n.op, n.name);
+  return y;
+}
+
+// One dense layer's shapes: x [..., K] times weight [N, K] -> [..., N]; bias [N].
+Shape dense(const Node& n, const Shape& x, const std::optional<Shape>& w, const std::optional<Shape>& b,
+            const char* wname) {
+  KILN_CHECK(!x.empty(), "[{}] {}: x must have rank 1 or more", n.op, n.name);
+  KILN_CHECK(w && w->size() == 2 && (*w)[1] == x.back(), "[{}] {}: {} {} does not take x {}", n.op, n.name, wname,
+             w ? to_string(*w) : "none", to_string(x));
+  KILN_CHECK(!b || *b == Shape{(*w)[0]}, "[{}] {}: bias {} does not fit {} {}", n.op, n.name, to_string(*b), wname,
+             to_string(*w));
+  Shape y = x;
+  y.back() = (*w)[0];
+  return y;
+}
+
+class LinearOp : public OpDef {
+ public:
+  std::string name() const override { return "linear"; }
+  std::vector<OpInput> inputs() const override { return {{"x"}, {"weight"}, {"bias", true}, {"residual", true}}; }
+  std::vector<AttrSpec> attributes() const override {
+    return {optional_attr("act", AttrType::String, std::string("none")),
+            optional_attr("out_dtype", AttrType::String, std::string())};
+  }
+  void check_attrs(const Node& n) const override { parse_activation(n.attrs.get_string("act")); }
+  std::vector<DType> infer_dtypes(const Node& n, const std::vector<std::optional<DType>>& in) const override {
+    using namespace linear_input;
+    require_float(in[X], n, "x");
+    require_float(in[Weight], n, "weight");
+    KILN_CHECK(*in[X] != DType::F8E4M3 && *in[Weight] != DType::F8E4M3, "[linear] {}: no FP8 linear", n.name);
+    if (opt_dtype(in, Bias)) require_float(opt_dtype(in, Bias), n, "bias");
+    if (opt_dtype(in, Residual)) require_float(opt_dtype(in, Residual), n, "residual");
+    return {output_dtype(n, *in[X])};
+  }
+  std::vector<Shape> infer_shapes(const Node& n, const std::vector<std::optional<Shape>>& in) const override {
+    using namespace linear_input;
+    Shape y = dense(n, *in[X], in[Weight], opt_shape(in, Bias), "weight");
+    const auto& r = opt_shape(in, Residual);
+    KILN_CHECK(!r || *r == y, "[linear] {}: residual {} is not the output's shape {}", n.name, to_string(*r),
+               to_string(y));
+    return {y};
+  }
+};
+
+class MlpOp : public OpDef {
+ public:
+  std::string name() const override { return "mlp"; }
+  std::vector<OpInput> inputs() const override {
+    return {{"x"}, {"w1"}, {"b1", true}, {"w2"}, {"b2", true}, {"residual", true}};
+  }
+  std::vector<AttrSpec> attributes() const override {
+    return {optional_attr("act1", AttrType::String, std::string("none")),
+            optional_attr("act2", AttrType::String, std::string("none")),
+            optional_attr("out_dtype", AttrType::String, std::string())};
+  }
+  void check_attrs(const Node& n) const override {
+    parse_activation(n.attrs.get_string("act1"));
+    parse_activation(n.attrs.get_string("act2"));
+  }
+  std::vector<DType> infer_dtypes(const Node& n, const std::vector<std::optional<DType>>& in) const override {
+    using namespace mlp_input;
+    require_float(in[X], n, "x");
+    require_float(in[W1], n, "w1");
+    require_float(in[W2], n, "w2");
+    for (size_t s : {B1, B2, Residual})
+      if (opt_dtype(in, s)) require_float(opt_dtype(in, s), n, inputs()[s].name.c_str());
+    KILN_CHECK(*in[X] != DType::F8E4M3 && *in[W1] != DType::F8E4M3 && *in[W2] != DType::F8E4M3, "[mlp] {}: no FP8 mlp",
+               n.name);
+    return {output_dtype(n, *in[X])};
+  }
+  std::vector<Shape> infer_shapes(const Node& n, const std::vector<std::optional<Shape>>& in) const override {
+    using namespace mlp_input;
+    Shape h = dense(n, *in[X], in[W1], opt_shape(in, B1), "w1");
+    Shape y = dense(n, h, in[W2], opt_shape(in, B2), "w2");
+    const auto& r = opt_shape(in, Residual);
+    KILN_CHECK(!r || *r == y, "[mlp] {}: residual {} is not the output's shape {}", n.name, to_string(*r),
+               to_string(y));
+    return {y};
+  }
+};
+
+}  // namespace
+
+KILN_REGISTER_OPS(linear) {
+  registry.add(std::make_unique<LinearOp>());
+  registry.add(std::make_unique<MlpOp>());
+}
+
+}  // namespace kiln

@@ -1,0 +1,33 @@
+#include "graph/rewrites/rewrite.h"
+
+#include <algorithm>
+#include <set>
+
+namespace kiln {
+
+ShapeOracle::ShapeOracle(const Graph& g) {
+  Bindings a = g.example_bindings(), b = a;
+  for (auto& [name, size] : b) size = std::min(size + 1, g.symbols().at(name).max);
+  a_ = g.infer_shapes(a);
+  b_ = g.infer_shapes(b);
+}
+
+void prune(Graph& g) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    const auto readers = g.consumers();
+    std::set<int> outputs;
+    for (const auto& o : g.outputs()) outputs.insert(o.value);
+    std::vector<bool> dead(g.nodes().size(), false);
+    for (size_t i = 0; i < g.nodes().size(); ++i) {
+      const Node& n = g.nodes()[i];
+      if (n.def().in_place()) continue;
+      dead[i] = std::all_of(n.outputs.begin(), n.outputs.end(),
+                            [&](int v) { return readers[v].empty() && !outputs.count(v); });
+      changed = changed || dead[i];
+    }
+    if (changed) g.remove_nodes(dead);
+  }
+}
+
+}  // namespace kiln

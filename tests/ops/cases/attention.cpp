@@ -1,0 +1,123 @@
+// attention: size 1, odd sizes with Dv != D, sequences past 64, causal with Sq == Sk and with a
+// prefix (Sq < Sk), padding masks (with a fully masked row, and in f32 under f16 q), finite bias
+// masks, a rank-1 mask, an explicit scale, kv_length (i32 and i64, a decoder step, a length of
+// 0), and grouped-query heads. Cases without kv_length or GQA also check the decomposition
+// matmul -> add mask -> softmax -> matmul, with causal as an explicit 0 / -inf constant mask.
+#include <cmath>
+
+#include "core/dtype.h"
+#include "tests/ops/op_case.h"
+
+namespace kiln::test {
+
+namespace {
+
+enum class MaskKind { None, Padding, Bias, Rank1 };
+
+struct AttentionShape {
+  int64_t b, h, hkv, sq, sk, d, dv;
+  bool causal = false;
+  MaskKind mask = MaskKind::None;
+  double scale = 0;                   // 0: 1 / sqrt(D)
+  std::vector<float> kv_length = {};  // per batch; empty: none
+  DType kv_dtype = DType::I32;
+  const char* variant = "";
+};
+
+Shape mask_shape(const AttentionShape& s) {
+  switch (s.mask) {
+    case MaskKind::Padding:
+      return {s.b, 1, s.sq, s.sk};
+    case MaskKind::Bias:
+      return {1, s.h, s.sq, s.sk};
+    case MaskKind::Rank1:
+      return {s.sk};
+    case MaskKind::None:
+      break;
+  }
+  return {};
+}
+
+// 0 / -inf, about one in three -inf, and batch 0's first query row all -inf.
+std::vector<float> padding_mask(OpCase& c, const Shape& shape) {
+  std::vector<float> m(static_cast<size_t>(numel(shape)));
+  std::uniform_int_distribution<int> d(0, 2);
+  for (size_t i = 0; i < m.size(); ++i)
+    m[i] = i < static_cast<size_t>(shape.back()) || d(c.rng) == 0 ? -INFINITY : 0.0f;
+  return m;
+}
+
+// The decomposition's graph: the same inputs, and a constant "causal_mask" [Sq, Sk] when causal.
+Graph decomposition(const AttentionShape& s, DType t, DType mask_type) {
+  Graph g;
+  const int q = g.add_input("q", t, fixed_shape({s.b, s.h, s.sq, s.d}));
+  const int k = g.add_input("k", t, fixed_shape({s.b, s.hkv, s.sk, s.d}));
+  const int v = g.add_input("v", t, fixed_shape({s.b, s.hkv, s.sk, s.dv}));
+  const double scale = s.scale != 0 ? s.scale : 1.0 / std::sqrt(static_cast<double>(s.d));
+  int scores = g.add("matmul", "scores", {q, k}, {{"transpose_b", int64_t{1}}, {"alpha", scale}});
+  if (s.mask != MaskKind::None) {
+    int mask = g.add_input("mask", mask_type, fixed_shape(mask_shape(s)));
+    if (mask_type != t) mask = g.add("cast", "mask_cast", {mask}, {{"to", std::string(dtype_name(t))}});
+    scores = g.add("add", "masked", {scores, mask});
+  }
+  if (s.causal) scores = g.add("add", "causal", {scores, g.add_constant("causal_mask", t, {s.sq, s.sk})});
+  const int probs = g.add("softmax", "probs", {scores});
+  g.add_output("y0", g.add("matmul", "out", {probs, v}));
+  return g;
+}
+
+}  // namespace
+
+KILN_OP_CASES(attention) {
+  using M = MaskKind;
+  const std::vector<AttentionShape> shapes = {
+      {1, 1, 1, 1, 1, 1, 1, false, M::None, 0, {}, DType::I32, "size1"},
+      {2, 3, 3, 5, 7, 8, 6, false, M::None, 0, {}, DType::I32, "odd"},
+      {1, 2, 2, 70, 70, 16, 16, true, M::None, 0, {}, DType::I32, "causal"},
+      {2, 2, 2, 3, 9, 8, 8, true, M::None, 0, {}, DType::I32, "causal_prefix"},
+      {2, 2, 2, 4, 70, 8, 8, false, M::Padding, 0, {}, DType::I32, "padding_mask"},
+      {1, 3, 3, 5, 6, 4, 4, false, M::Bias, 0.3, {}, DType::I32, "bias_mask_scale"},
+      {2, 2, 2, 4, 11, 8, 8, true, M::Rank1, 0, {}, DType::I32, "causal_rank1_mask"},
+      {3, 2, 2, 1, 16, 8, 8, true, M::None, 0, {1, 16, 7}, DType::I32, "decode_kv_length"},
+      {2, 2, 2, 3, 10, 8, 8, false, M::None, 0, {0, 6}, DType::I64, "kv_length_zero"},
+      {2, 2, 2, 4, 12, 8, 8, true, M::None, 0, {4, 9}, DType::I64, "causal_kv_length"},
+      {1, 4, 2, 5, 9, 8, 8, false, M::None, 0, {}, DType::I32, "gqa"},
+      {2, 6, 1, 70, 70, 16, 8, true, M::None, 0, {}, DType::I32, "gqa_causal"},
+      {2, 4, 2, 1, 20, 8, 8, true, M::Padding, 0, {3, 20}, DType::I64, "gqa_decode_mask_kv_length"},
+  };
+  std::vector<OpCase> cases;
+  for (DType t : {DType::F32, DType::F16})
+    for (const AttentionShape& s : shapes) {
+      OpCase c("attention", t, {s.b, s.h, s.sq, s.d}, s.variant);
+      const int q = c.input("q", t, {s.b, s.h, s.sq, s.d});
+      const int k = c.input("k", t, {s.b, s.hkv, s.sk, s.d});
+      const int v = c.input("v", t, {s.b, s.hkv, s.sk, s.dv});
+      std::vector<int> in = {q, k, v, -1};
+      // Padding masks in f32 whatever q's type: the mixed-type path.
+      const DType mask_type = s.mask == M::Padding ? DType::F32 : t;
+      if (s.mask != M::None) {
+        const Shape ms = mask_shape(s);
+        in[3] = s.mask == M::Padding ? c.input_values("mask", mask_type, ms, padding_mask(c, ms))
+                                     : c.input("mask", mask_type, ms);
+      }
+      if (!s.kv_length.empty())
+        in.push_back(c.input_values("kv_length", s.kv_dtype, {s.b}, s.kv_length));
+      else if (in[3] < 0)
+        in.pop_back();
+      Attrs attrs = {{"scale", s.scale}, {"causal", int64_t{s.causal}}};
+      c.output(c.graph.add("attention", "attention", in, attrs));
+      if (s.kv_length.empty() && s.h == s.hkv) {
+        if (s.causal) {
+          std::vector<float> causal(static_cast<size_t>(s.sq * s.sk));
+          for (int64_t i = 0; i < s.sq; ++i)
+            for (int64_t j = 0; j < s.sk; ++j) causal[i * s.sk + j] = j <= i + s.sk - s.sq ? 0.0f : -INFINITY;
+          c.constants["causal_mask"] = HostTensor::from_f32("causal_mask", {s.sq, s.sk}, causal);
+        }
+        c.decomposition = [s, t, mask_type] { return decomposition(s, t, mask_type); };
+      }
+      cases.push_back(std::move(c));
+    }
+  return cases;
+}
+
+}  // namespace kiln::test

@@ -1,0 +1,31 @@
+// layer_norm: with gamma and beta, gamma only and neither; sizes from 1 to past a block; rows
+// whose mean is large against their spread (where a one-pass variance cancels).
+#include "tests/ops/op_case.h"
+
+namespace kiln::test {
+
+KILN_OP_CASES(layer_norm) {
+  std::vector<OpCase> cases;
+  for (DType t : {DType::F32, DType::F16})
+    for (const Shape& s : {Shape{1, 1}, Shape{3, 17}, Shape{2, 5, 129}})
+      for (const char* affine : {"gamma_beta", "gamma", "none"}) {
+        OpCase c("layer_norm", t, s, affine);
+        const int x = c.input("x", t, s, 2.0);
+        std::vector<int> in = {x};
+        if (std::string(affine) != "none") in.push_back(c.constant("gamma", t, {s.back()}));
+        if (std::string(affine) == "gamma_beta") in.push_back(c.constant("beta", t, {s.back()}));
+        c.output(c.graph.add("layer_norm", "layer_norm", in, {{"eps", 1e-5}}));
+        cases.push_back(std::move(c));
+      }
+  // f32 only: in f16, 1000 + x keeps no more than x's sign.
+  OpCase c("layer_norm", DType::F32, {4, 33}, "offset");
+  std::vector<float> values(4 * 33);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (float& v : values) v = 1000.0f + d(c.rng);
+  c.output(c.graph.add("layer_norm", "layer_norm", {c.input_values("x", DType::F32, {4, 33}, values)}));
+  c.tolerance_f32 = 1e-4;
+  cases.push_back(std::move(c));
+  return cases;
+}
+
+}  // namespace kiln::test

@@ -1,0 +1,57 @@
+// linear (with bias, activation, residual) over rank 2 to 4 inputs, and mlp against its two
+// linears.
+#include <cmath>
+
+#include "tests/ops/op_case.h"
+
+namespace kiln::test {
+
+KILN_OP_CASES(linear) {
+  std::vector<OpCase> cases;
+  for (DType t : {DType::F32, DType::F16})
+    for (const Shape& xs : {Shape{1, 8}, Shape{5, 24}, Shape{2, 7, 40}, Shape{3, 1, 1, 1280}})
+      for (int n : {8, 10, 1000}) {
+        const int64_t k = xs.back();
+        OpCase c("linear", t, xs, fmt::format("n{}", n));
+        const int x = c.input("x", t, xs);
+        const int w = c.constant("w", DType::F32, {n, k}, 1.0 / std::sqrt(static_cast<double>(k)));
+        const int b = c.constant("b", DType::F32, {n}, 0.5);
+        Shape ys = xs;
+        ys.back() = n;
+        const int r = c.input("r", t, ys);
+        c.output(c.graph.add("linear", "fc", {x, w, b, r}, {{"act", std::string(n == 10 ? "gelu" : "silu")}}));
+        cases.push_back(std::move(c));
+      }
+  return cases;
+}
+
+KILN_OP_CASES(mlp) {
+  std::vector<OpCase> cases;
+  for (DType t : {DType::F32, DType::F16})
+    for (const auto& [xs, hidden] : {std::pair{Shape{2, 1, 1, 96}, 4}, std::pair{Shape{3, 9, 32}, 128}}) {
+      const int64_t k = xs.back();
+      OpCase c("mlp", t, xs, fmt::format("h{}", hidden));
+      const int x = c.input("x", t, xs);
+      const int w1 = c.constant("w1", DType::F32, {hidden, k}, 1.0 / std::sqrt(static_cast<double>(k)));
+      const int b1 = c.constant("b1", DType::F32, {hidden}, 0.5);
+      const int w2 = c.constant("w2", DType::F32, {k, hidden}, 1.0 / std::sqrt(static_cast<double>(hidden)));
+      const int b2 = c.constant("b2", DType::F32, {k}, 0.5);
+      c.output(c.graph.add("mlp", "mlp", {x, w1, b1, w2, b2},
+                           {{"act1", std::string("silu")}, {"act2", std::string("sigmoid")}}));
+      c.decomposition = [xs, t, k, hidden] {
+        Graph g;
+        const int x = g.add_input("x", t, fixed_shape(xs));
+        const int w1 = g.add_constant("w1", DType::F32, {hidden, k});
+        const int b1 = g.add_constant("b1", DType::F32, {hidden});
+        const int w2 = g.add_constant("w2", DType::F32, {k, hidden});
+        const int b2 = g.add_constant("b2", DType::F32, {k});
+        const int h = g.add("linear", "fc1", {x, w1, b1}, {{"act", std::string("silu")}});
+        g.add_output("y0", g.add("linear", "fc2", {h, w2, b2}, {{"act", std::string("sigmoid")}}));
+        return g;
+      };
+      cases.push_back(std::move(c));
+    }
+  return cases;
+}
+
+}  // namespace kiln::test

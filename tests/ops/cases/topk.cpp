@@ -1,0 +1,41 @@
+// topk: k = 1, a few and the whole axis, largest and smallest, first, middle and last axes
+// (negative too), and deliberate ties. Values are multiples of 0.25 that f16 holds exactly:
+// distinct ones (no ties that rounding could make or break) or, for the ties cases, only -1, 0,
+// 1 and 2.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "tests/ops/op_case.h"
+
+namespace kiln::test {
+
+KILN_OP_CASES(topk) {
+  std::vector<OpCase> cases;
+  struct Spec {
+    Shape x;
+    int64_t k, axis, largest;
+    bool ties;
+  };
+  const std::vector<Spec> specs = {{{1}, 1, -1, 1, false},      {{3, 17}, 1, -1, 1, false},
+                                   {{3, 17}, 5, -1, 1, false},  {{3, 17}, 17, -1, 0, false},
+                                   {{4, 9, 6}, 3, 1, 0, false}, {{2, 5, 8}, 2, -3, 1, false},
+                                   {{6, 10}, 4, -1, 1, true},   {{6, 10}, 10, 1, 0, true}};
+  for (DType t : {DType::F32, DType::F16})
+    for (const Spec& s : specs) {
+      OpCase c("topk", t, s.x,
+               fmt::format("k{}axis{}{}{}", s.k, s.axis, s.largest ? "largest" : "smallest", s.ties ? "ties" : ""));
+      const int64_t n = numel(s.x);
+      std::vector<float> v(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) v[i] = s.ties ? static_cast<float>(i % 4 - 1) : (i - n / 2) * 0.25f;
+      std::shuffle(v.begin(), v.end(), c.rng);
+      const int x = c.input_values("x", t, s.x, v);
+      const auto ys = c.graph.add_node("topk", "topk", {x}, {{"k", s.k}, {"axis", s.axis}, {"largest", s.largest}});
+      c.output(ys[0], "values");
+      c.output(ys[1], "indices");
+      cases.push_back(std::move(c));
+    }
+  return cases;
+}
+
+}  // namespace kiln::test
