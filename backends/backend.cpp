@@ -8,7 +8,7 @@ namespace kiln {
 
 // Defined in backends/cuda/ (or backends/no_cuda/ in builds without CUDA).
 bool cuda_backend_available();
-std::unique_ptr<Backend> make_cuda_backend(const std::string& precision);
+std::shared_ptr<Backend> make_cuda_backend(const std::string& precision);
 
 int64_t TensorRef::numel() const { return static_cast<int64_t>(checked_numel(shape, "tensor")); }
 size_t TensorRef::bytes() const { return checked_mul(numel(), dtype_size(dtype), "tensor bytes"); }

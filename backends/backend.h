@@ -104,6 +104,9 @@ class Backend {
   virtual std::unique_ptr<Replay> capture(const std::function<void()>& work) { return nullptr; }
   // Whether tuning and captured replays pay off (a GPU); CPU kernels run as called.
   virtual bool is_accelerator() const { return false; }
+  // After a run: throws if a kernel found an input it could not use (an index out of range)
+  // where it could not throw itself (a GPU).
+  virtual void check_errors() {}
 };
 
 // The backends kiln was built with. make_backend("cuda") throws where there is no usable GPU.

@@ -22,11 +22,19 @@
 namespace kiln {
 
 struct EngineOptions {
+  EngineOptions() = default;
+  explicit EngineOptions(std::string device_, std::string precision_ = "fp32",
+                         nlohmann::json saved_plans_ = nlohmann::json::object())
+      : device(std::move(device_)), precision(std::move(precision_)), saved_plans(std::move(saved_plans_)) {}
+
   std::string device = "auto";     // "cpu", "cuda", or "auto" (the GPU when there is one)
   std::string precision = "fp32";  // float math on a GPU: "fp32" or "fp16"
   // A bundle's saved kernel choices, per backend: {"cuda": {"device": ..., "precision": ...,
   // "plans": {"batch=1": {"node name": "variant", ...}}}}; used on the same GPU model.
   nlohmann::json saved_plans = nlohmann::json::object();
+  // Run on this backend instead of the one `device` names (embedders with a backend of their
+  // own; tests). Nodes it cannot run go to the CPU as usual.
+  std::shared_ptr<Backend> backend;
 };
 
 // Tensors that live across runs (a KV cache), by name, owned by one model's engines together so

@@ -21,5 +21,6 @@ Command add_bench(CLI::App& app);
 Command add_eval(CLI::App& app);
 Command add_run(CLI::App& app);
 Command add_study(CLI::App& app);
+Command add_validate(CLI::App& app);
 
 }  // namespace kiln::cli

@@ -57,4 +57,73 @@ int GraphBuilder::squeeze_excite(int x, const std::string& prefix, Tensor reduce
   return g_.add("mul", prefix + ".gate", {x, gate}, {}, group);
 }
 
+int GraphBuilder::layer_norm(int x, const std::string& name, Tensor gamma, Tensor beta, double eps,
+                             const std::string& group) {
+  const int g = weight(name + ".weight", std::move(gamma));
+  const int b = weight(name + ".bias", std::move(beta));
+  return g_.add("layer_norm", name, {x, g, b}, {{"eps", eps}}, group);
+}
+
+int GraphBuilder::split_heads(int x, const std::string& name, int heads, int head_dim, const std::string& group) {
+  const int r =
+      g_.add("reshape", name + ".heads", {x}, {{"shape", std::vector<int64_t>{0, 0, heads, head_dim}}}, group);
+  return g_.add("transpose", name + ".heads_first", {r}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}, group);
+}
+
+int GraphBuilder::merge_heads(int x, const std::string& name, const std::string& group) {
+  const int t = g_.add("transpose", name + ".heads_last", {x}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}, group);
+  return g_.add("reshape", name + ".merged", {t}, {{"shape", std::vector<int64_t>{0, 0, -1}}}, group);
+}
+
+namespace {
+
+int head_dim_of(const Tensor& q_w, int heads) {
+  KILN_CHECK(heads >= 1 && q_w.shape.size() == 2 && q_w.dim(0) % heads == 0,
+             "[build] attention: {} heads do not divide the projection {}", heads, shape_string(q_w.shape));
+  return static_cast<int>(q_w.dim(0) / heads);
+}
+
+}  // namespace
+
+int GraphBuilder::attention(int x, int memory, const std::string& name, AttentionWeights w, int heads, int mask,
+                            bool causal, int residual, const std::string& group) {
+  const int dh = head_dim_of(w.q_w, heads);
+  const int q = split_heads(linear(x, name + ".q_proj", std::move(w.q_w), std::move(w.q_b), Activation::None, group),
+                            name + ".q", heads, dh, group);
+  const int k =
+      split_heads(linear(memory, name + ".k_proj", std::move(w.k_w), std::move(w.k_b), Activation::None, group),
+                  name + ".k", heads, dh, group);
+  const int v =
+      split_heads(linear(memory, name + ".v_proj", std::move(w.v_w), std::move(w.v_b), Activation::None, group),
+                  name + ".v", heads, dh, group);
+  const int a = g_.add("attention", name + ".sdpa", {q, k, v, mask}, {{"causal", int64_t{causal}}}, group);
+  return linear(merge_heads(a, name, group), name + ".out_proj", std::move(w.o_w), std::move(w.o_b), Activation::None,
+                group, residual);
+}
+
+int GraphBuilder::cached_self_attention(int x, const std::string& name, AttentionWeights w, int heads,
+                                        const KvCache& cache, int residual, const std::string& group) {
+  const int dh = head_dim_of(w.q_w, heads);
+  const int q = split_heads(linear(x, name + ".q_proj", std::move(w.q_w), std::move(w.q_b), Activation::None, group),
+                            name + ".q", heads, dh, group);
+  const int k = split_heads(linear(x, name + ".k_proj", std::move(w.k_w), std::move(w.k_b), Activation::None, group),
+                            name + ".k", heads, dh, group);
+  const int v = split_heads(linear(x, name + ".v_proj", std::move(w.v_w), std::move(w.v_b), Activation::None, group),
+                            name + ".v", heads, dh, group);
+  const Attrs seq_axis{{"axis", int64_t{2}}};
+  const int keys =
+      g_.add("dynamic_update_slice", name + ".k_cache", {cache.k_state, k, cache.position}, seq_axis, group);
+  const int values =
+      g_.add("dynamic_update_slice", name + ".v_cache", {cache.v_state, v, cache.position}, seq_axis, group);
+  const int a = g_.add("attention", name + ".sdpa", {q, keys, values, -1, cache.length}, {}, group);
+  return linear(merge_heads(a, name, group), name + ".out_proj", std::move(w.o_w), std::move(w.o_b), Activation::None,
+                group, residual);
+}
+
+int GraphBuilder::feed_forward(int x, const std::string& name, Tensor fc1_w, Tensor fc1_b, Tensor fc2_w, Tensor fc2_b,
+                               Activation act, int residual, const std::string& group) {
+  const int h = linear(x, name + ".fc1", std::move(fc1_w), std::move(fc1_b), act, group);
+  return linear(h, name + ".fc2", std::move(fc2_w), std::move(fc2_b), Activation::None, group, residual);
+}
+
 }  // namespace kiln

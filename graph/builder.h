@@ -23,6 +23,18 @@ struct ConvOptions {
   std::string group;  // reported by profiles
 };
 
+// The projections of one multi-head attention layer (q, k, v, out; weights [out, in]).
+struct AttentionWeights {
+  Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b;
+};
+
+// A KV cache of one attention layer: two states [batch, heads, capacity, head_dim], the
+// position the step writes at ([1], i64) and each sequence's valid length after the write
+// ([batch], i64).
+struct KvCache {
+  int k_state = -1, v_state = -1, position = -1, length = -1;
+};
+
 class GraphBuilder {
  public:
   explicit GraphBuilder(ModelDefinition& def, const std::string& graph = "main");
@@ -46,6 +58,26 @@ class GraphBuilder {
   // Squeeze-excite: x * gate(mean(x)) with gate = sigmoid(expand(act(reduce(.)))).
   int squeeze_excite(int x, const std::string& prefix, Tensor reduce_w, Tensor reduce_b, Tensor expand_w,
                      Tensor expand_b, Activation act, const std::string& group = {});
+
+  // layer_norm over the last dim; names its weights "<name>.weight" and ".bias".
+  int layer_norm(int x, const std::string& name, Tensor gamma, Tensor beta, double eps, const std::string& group = {});
+  // [B, S, H * Dh] -> [B, H, S, Dh] and back.
+  int split_heads(int x, const std::string& name, int heads, int head_dim, const std::string& group = {});
+  int merge_heads(int x, const std::string& name, const std::string& group = {});
+  // Multi-head attention of queries from x [B, S, D] over keys and values from `memory`
+  // [B, T, D] (x itself for self-attention), with an optional additive mask broadcasting to
+  // [B, heads, S, T], then the output projection and `residual` added. Weights are named
+  // "<name>.q_proj.weight" and so on, as Hugging Face's BART and Marian name them.
+  int attention(int x, int memory, const std::string& name, AttentionWeights w, int heads, int mask, bool causal,
+                int residual, const std::string& group = "attention");
+  // Self-attention of a decoder step: the step's keys and values are written into the cache at
+  // its position, and the queries attend to the cache's valid length.
+  int cached_self_attention(int x, const std::string& name, AttentionWeights w, int heads, const KvCache& cache,
+                            int residual, const std::string& group = "attention");
+  // fc2(act(fc1(x))) + residual: two dense layers (GEMMs over every token; fuse_mlp makes one
+  // node of them only where there are few rows). Names "<name>.fc1.weight", ...
+  int feed_forward(int x, const std::string& name, Tensor fc1_w, Tensor fc1_b, Tensor fc2_w, Tensor fc2_b,
+                   Activation act, int residual, const std::string& group = "feed_forward");
 
  private:
   ModelDefinition& def_;

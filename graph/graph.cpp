@@ -145,7 +145,7 @@ std::vector<DType> Graph::infer_node_dtypes(const Node& n) const {
 std::vector<int> Graph::add_node(const std::string& op, const std::string& name, std::vector<int> inputs, Attrs attrs,
                                  const std::string& group) {
   KILN_CHECK(nodes_.size() < kMaxNodes, "[graph] too many nodes");
-  Node n{name, op, std::move(inputs), {}, std::move(attrs), group};
+  Node n{name, op, std::move(inputs), {}, std::move(attrs), group, {}};
   check_node_signature(n);  // activations exist only as outputs of earlier nodes: order holds
   for (DType t : infer_node_dtypes(n)) n.outputs.push_back(add_value({ValueKind::Activation, t, {}, {}}));
   nodes_.push_back(std::move(n));

@@ -9,7 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "backends/engine.h"
+#include "bundle/bundle.h"
 #include "checkpoints/safetensors.h"
+#include "graph/builder.h"
 #include "tests/test_support.h"
 
 namespace kiln {
@@ -216,6 +219,94 @@ TEST(Cli, UnsupportedPrecisionIsRefused) {
                            test::data_path("data/imagenet-calib-500"),
                        "no recipe 'nope'");
   expect_clean_failure("build " + transplant() + " -o " + work_dir() + "/b.bundle --batch 1,x", "--batch");
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// A graph with an integer input and two outputs (f32 logits and i64 token ids) end to end
+// through `kiln run`: safetensors in, safetensors out, the same numbers as the engine.
+TEST(Cli, RunsAnyGraphOnSafetensors) {
+  ModelDefinition def;
+  def.family = "test";
+  def.architecture = "tokens";
+  def.task = "test";
+  {
+    GraphBuilder b(def);
+    Tensor table({7, 4}), head({5, 4});
+    for (size_t i = 0; i < table.data.size(); ++i) table.data[i] = 0.1f * static_cast<float>((i * 5) % 11) - 0.5f;
+    for (size_t i = 0; i < head.data.size(); ++i) head.data[i] = 0.3f * static_cast<float>((i * 3) % 7) - 0.9f;
+    const int ids = b.input("ids", DType::I64, {{0, "batch"}, {0, "seq"}});
+    const int x = b.op("gather", "embed", {b.weight("embed.weight", table), ids});
+    const int logits = b.linear(x, "head", head, Tensor{});
+    b.output("logits", logits);
+    b.output("tokens", b.op("argmax", "pick", {logits}, {{"axis", int64_t{-1}}}));
+  }
+  def.task_config = {{"graph", "main"}};
+  const std::string bundle = work_dir() + "/tokens.bundle", in = work_dir() + "/ids.safetensors",
+                    out_path = work_dir() + "/out.safetensors";
+  write_bundle(bundle, def, BuildInfo{});
+  const HostTensor ids = HostTensor::from_i64("ids", {2, 3}, {0, 6, 3, 1, 1, 5});
+  write_safetensors(in, std::vector<HostTensor>{ids});
+  std::string out;
+  ASSERT_EQ(test::run_command(kiln_bin() + " run " + bundle + " --device cpu --input " + in + " -o " + out_path, &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("batch=2 seq=3"), std::string::npos) << out;
+  SafetensorsFile file(out_path);
+  const HostTensor logits = file.to_host("logits"), tokens = file.to_host("tokens");
+  EXPECT_EQ(tokens.dtype, DType::I64);
+  EXPECT_EQ(tokens.shape, (std::vector<int64_t>{2, 3}));
+  Engine engine(def.graph(), def.constants(), EngineOptions{"cpu"});
+  const auto want = engine.run({ids});
+  EXPECT_EQ(logits.data, want[0].data);
+  EXPECT_EQ(tokens.data, want[1].data);
+  // Ids out of the table's range are refused, not read.
+  write_safetensors(in, std::vector<HostTensor>{HostTensor::from_i64("ids", {1, 1}, {7})});
+  expect_clean_failure("run " + bundle + " --device cpu --input " + in + " -o " + out_path, "out of range");
+  // bench makes up its own inputs, integer ones too.
+  ASSERT_EQ(
+      test::run_command(kiln_bin() + " bench " + bundle + " --device cpu --sizes seq=16 --batch 1,4 --json", &out), 0)
+      << out;
+  EXPECT_NE(out.find("\"sizes\":{\"batch\":4,\"seq\":16}"), std::string::npos) << out;
+}
+
+// `kiln validate --static` on the shipped manifest with one thing broken: it must fail and say what.
+TEST(Cli, ValidateRejectsBadManifests) {
+  const std::string shipped =
+      read_bytes(test::source_dir() + "/families/timm_efficientnet/manifests/efficientnet_b0.ra_in1k.toml");
+  ASSERT_FALSE(shipped.empty());
+  auto validate = [&](const std::string& text, std::string* out) {
+    const std::string path = work_dir() + "/manifest.toml";
+    write_bytes(path, text);
+    return test::run_command(kiln_bin() + " validate --static --data " + test::data_dir() + " " + path, out);
+  };
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string t = shipped;
+    const size_t at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? t : t.replace(at, from.size(), to);
+  };
+  std::string out;
+  EXPECT_EQ(validate(shipped, &out), 0) << out;
+  const std::pair<std::string, std::string> broken[] = {
+      {replaced("1b5383e5f79cc0f7fc067e372f8f26a5fa73f26a", "main"), "revision 'main' is not pinned"},
+      {replaced("architecture = \"efficientnet_b0\"", "architecture = \"efficientnet_b9\""),
+       "unknown architecture 'efficientnet_b9'"},
+      {replaced("build = \"fp16\"", "build = \"fp32\""), "the fp16 build has no gate"},
+      {replaced("max_abs_diff = 2e-3\nmin_top1_agreement = 1.0\n", ""), "gate 'cpu-fp32-parity': no threshold"},
+      {replaced("family = \"timm_efficientnet\"", "family = \"nope\""), "unknown family 'nope'"},
+      {replaced("recipe = \"fp8-pointwise\"", "recipe = \"fp8-everything\""), "recipe 'fp8-everything'"},
+      {replaced("name = \"cpu-fp32-top1\"", "name = \"cpu-fp32-top1\"\ncolour = 3"), "unknown key 'colour'"},
+  };
+  for (const auto& [text, needle] : broken) {
+    EXPECT_EQ(validate(text, &out), 1) << needle;
+    EXPECT_NE(out.find(needle), std::string::npos) << "expected '" << needle << "' in: " << out;
+    EXPECT_NE(out.find("kiln: error: [validate] 1 invalid manifest(s)"), std::string::npos) << out;
+  }
 }
 
 }  // namespace

@@ -5,10 +5,28 @@
 
 namespace kiln::cuda {
 
+// The activations image networks use (none, SiLU, sigmoid) inline; the others out of line, so
+// that their code (erf, tanh) does not take registers from every kernel with an epilogue.
+__device__ __noinline__ inline float activate_other(float v, Act act) {
+  switch (act) {
+    case Act::ReLU:
+      return v > 0.0f ? v : 0.0f;
+    case Act::Tanh:
+      return tanhf(v);
+    case Act::Gelu:
+      return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case Act::GeluTanh:
+      return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    default:
+      return v;
+  }
+}
+
 __device__ __forceinline__ float activate(float v, Act act) {
   if (act == Act::SiLU) return v / (1.0f + __expf(-v));
   if (act == Act::Sigmoid) return 1.0f / (1.0f + __expf(-v));
-  return v;
+  if (act == Act::None) return v;
+  return activate_other(v, act);
 }
 
 // 8 halves in one 16-byte word.

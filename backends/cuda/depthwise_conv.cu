@@ -1,9 +1,9 @@
 // Depthwise conv + bias + activation, NHWC fp16, and the squeeze-excite average pool
 // accumulated in the same pass (per-image channel sums, reduced in shared memory, then one
-// atomicAdd per channel and block). A thread owns 8 channels (16-byte loads) of a strip of
-// R outputs along a row: each input vector it loads feeds every output of the strip that
-// covers it, which cuts loads per output from K*K to about K*(R*S+K-1)/R. An FP8 input is
-// read as 8-byte vectors of E4M3 (or rounded to E4M3 from fp16) and its scale applied to the sum.
+// atomicAdd of sum / pixels per channel and block into a zeroed buffer: the mean). A thread owns 8 channels (16-byte
+// loads) of a strip of R outputs along a row: each input vector it loads feeds every output of the strip that covers
+// it, which cuts loads per output from K*K to about K*(R*S+K-1)/R. An FP8 input is read as 8-byte vectors of E4M3 (or
+// rounded to E4M3 from fp16) and its scale applied to the sum.
 #include <algorithm>
 
 #include "backends/cuda/fp8.cuh"
@@ -114,7 +114,7 @@ __global__ void depthwise_kernel(DepthwiseArgs p, int lanes) {
   if (!p.pool) return;
   if (lanes == 1) {
 #pragma unroll
-    for (int e = 0; e < 8; ++e) atomicAdd(p.pool + static_cast<int64_t>(n) * p.c + c0 + e, pool[e]);
+    for (int e = 0; e < 8; ++e) atomicAdd(p.pool + static_cast<int64_t>(n) * p.c + c0 + e, pool[e] * p.pool_scale);
     return;
   }
 #pragma unroll
@@ -123,7 +123,7 @@ __global__ void depthwise_kernel(DepthwiseArgs p, int lanes) {
   for (int c = threadIdx.x; c < p.c; c += blockDim.x) {
     float s = 0.0f;
     for (int l = 0; l < lanes; ++l) s += red[l * p.c + c];
-    atomicAdd(p.pool + static_cast<int64_t>(n) * p.c + c, s);
+    atomicAdd(p.pool + static_cast<int64_t>(n) * p.c + c, s * p.pool_scale);
   }
 }
 

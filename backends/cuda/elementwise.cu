@@ -35,20 +35,25 @@ __global__ void add_kernel(const __half* a, const __half* b, __half* y, int64_t 
   if (i < n) y[i] = __float2half(__half2float(a[i]) + __half2float(b[i]));
 }
 
-__global__ void linear_naive_kernel(const __half* x, const float* w, const float* bias, void* y, bool out_f32,
-                                    int batch, int in, int out, Act act) {
+__device__ __forceinline__ float load(const void* p, bool f32, int64_t i) {
+  return f32 ? static_cast<const float*>(p)[i] : __half2float(static_cast<const __half*>(p)[i]);
+}
+
+__global__ void linear_small_kernel(LinearSmallArgs p) {
   wait_for_predecessor();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= static_cast<int64_t>(batch) * out) return;
-  const int o = static_cast<int>(i % out), n = static_cast<int>(i / out);
-  float s = bias ? bias[o] : 0.0f;
-  for (int k = 0; k < in; ++k)
-    s = fmaf(__half2float(x[static_cast<int64_t>(n) * in + k]), w[static_cast<int64_t>(o) * in + k], s);
-  s = activate(s, act);
-  if (out_f32)
-    static_cast<float*>(y)[i] = s;
+  if (i >= p.rows * p.out) return;
+  const int o = static_cast<int>(i % p.out);
+  const int64_t row = i / p.out;
+  float s = p.bias ? p.bias[o] : 0.0f;
+  for (int k = 0; k < p.in; ++k)
+    s = fmaf(load(p.x, p.x_f32, row * p.in + k), p.w[static_cast<int64_t>(o) * p.in + k], s);
+  s = activate(s, p.act);
+  if (p.residual) s += load(p.residual, p.y_f32, i);
+  if (p.y_f32)
+    static_cast<float*>(p.y)[i] = s;
   else
-    static_cast<__half*>(y)[i] = __float2half(s);
+    static_cast<__half*>(p.y)[i] = __float2half(s);
 }
 
 __global__ void half_to_float_kernel(const __half* x, float* y, int64_t n) {
@@ -73,10 +78,8 @@ void launch_add(const __half* a, const __half* b, __half* y, int64_t n, cudaStre
   launch(add_kernel, blocks(n), kThreads, 0, s, a, b, y, n);
 }
 
-void launch_linear_naive(const __half* x, const float* w, const float* bias, void* y, bool out_f32, int batch, int in,
-                         int out, Act act, cudaStream_t s) {
-  launch(linear_naive_kernel, blocks(static_cast<int64_t>(batch) * out), kThreads, 0, s, x, w, bias, y, out_f32, batch,
-         in, out, act);
+void launch_linear_small(const LinearSmallArgs& p, cudaStream_t s) {
+  launch(linear_small_kernel, blocks(p.rows * p.out), kThreads, 0, s, p);
 }
 
 void launch_half_to_float(const __half* x, float* y, int64_t n, cudaStream_t s) {

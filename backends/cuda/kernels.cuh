@@ -10,7 +10,8 @@
 
 namespace kiln::cuda {
 
-enum class Act : int { None = 0, SiLU = 1, Sigmoid = 2 };
+// The same functions, in the same order, as kiln::Activation (graph/ops/activation.h).
+enum class Act : int { None = 0, ReLU, SiLU, Sigmoid, Tanh, Gelu, GeluTanh };
 
 // out[m, n] = act(sum_k a[m, k] * gate[m / rows_per_image, k] * w[n, k] + bias[n]) + residual[m, n]
 // K and N must be multiples of 8. gate and residual are optional (nullptr).
@@ -59,25 +60,32 @@ struct DepthwiseArgs {
   const __half* w = nullptr;  // [k * k, c]
   const float* bias = nullptr;
   __half* y = nullptr;
-  float* pool = nullptr;
+  float* pool = nullptr;    // [batch, c], zeroed: receives the mean of y over oh x ow
+  float pool_scale = 1.0f;  // 1 / (oh * ow)
   int batch = 0, h = 0, w_in = 0, c = 0, oh = 0, ow = 0, kernel = 3, stride = 1, pad_top = 0, pad_left = 0;
   Act act = Act::None;
 };
 bool depthwise_supported(int kernel, int stride, int channels);
 void launch_depthwise(const DepthwiseArgs& args, cudaStream_t stream);
 
-// Squeeze-excite MLP on pooled sums: gate = sigmoid(w2 * act1(w1 * (pool / pixels) + b1) + b2).
-struct SqueezeExciteArgs {
-  const float* pool = nullptr;  // [batch, c] sums
-  const float* w1 = nullptr;    // [rd, c]
+// Two dense layers on few rows (squeeze-excite's, on pooled means): y = act2(w2 act1(w1 x + b1)
+// + b2) + residual, per row. x, y and residual are f32 or f16; biases optional.
+struct MlpArgs {
+  const void* x = nullptr;  // [rows, k]
+  bool x_f32 = true;
+  const float* w1 = nullptr;  // [h, k]
   const float* b1 = nullptr;
-  const float* w2 = nullptr;  // [rd, c]: transposed, so that threads over c read consecutive words
+  const float* w2 = nullptr;  // [h, n]: transposed, so that threads over n read consecutive words
   const float* b2 = nullptr;
-  __half* gate = nullptr;  // [batch, c]
-  int batch = 0, c = 0, rd = 0, pixels = 1;
-  Act act1 = Act::SiLU, act2 = Act::Sigmoid;
+  const void* residual = nullptr;  // [rows, n], y's type
+  void* y = nullptr;               // [rows, n]
+  bool y_f32 = false;
+  int rows = 0, k = 0, h = 0, n = 0;
+  Act act1 = Act::None, act2 = Act::None;
 };
-void launch_squeeze_excite(const SqueezeExciteArgs& args, cudaStream_t stream);
+// k + h floats must fit the kernel's shared memory.
+bool mlp_supported(int k, int h);
+void launch_mlp(const MlpArgs& args, cudaStream_t stream);
 
 // Direct conv on the graph's fp32 NCHW input (the stem), writing fp16 NHWC: the layout change and
 // the cast are folded into it. c_out a multiple of 8.
@@ -96,9 +104,21 @@ void launch_global_avg_pool(const __half* x, __half* y, int batch, int pixels, i
 void launch_scale_channels(const __half* x, const __half* gate, __half* y, int batch, int pixels, int c,
                            cudaStream_t stream);
 void launch_add(const __half* a, const __half* b, __half* y, int64_t n, cudaStream_t stream);
-// Any shapes: one thread per output. w fp32 [out, in]. For small layers the GEMM cannot take.
-void launch_linear_naive(const __half* x, const float* w, const float* bias, void* y, bool out_f32, int batch, int in,
-                         int out, Act act, cudaStream_t stream);
+// A dense layer of any shape, one thread per output: y = act(x w^T + bias) + residual. For small
+// layers the GEMMs do not take. x, residual and y are f32 or f16; w f32 [out, in].
+struct LinearSmallArgs {
+  const void* x = nullptr;
+  bool x_f32 = false;
+  const float* w = nullptr;
+  const float* bias = nullptr;
+  const void* residual = nullptr;  // y's type
+  void* y = nullptr;
+  bool y_f32 = false;
+  int64_t rows = 0;
+  int in = 0, out = 0;
+  Act act = Act::None;
+};
+void launch_linear_small(const LinearSmallArgs& args, cudaStream_t stream);
 void launch_half_to_float(const __half* x, float* y, int64_t n, cudaStream_t stream);
 
 }  // namespace kiln::cuda

@@ -6,6 +6,6 @@ namespace kiln {
 
 bool cuda_backend_available() { return false; }
 
-std::unique_ptr<Backend> make_cuda_backend(const std::string&) { fail("[engine] this kiln was built without CUDA"); }
+std::shared_ptr<Backend> make_cuda_backend(const std::string&) { fail("[engine] this kiln was built without CUDA"); }
 
 }  // namespace kiln

@@ -3,8 +3,9 @@
 
 For each architecture: a timm model with random weights and randomised batch-norm statistics
 (so that folding is exercised), saved in Hugging Face layout; timm's fp32 logits (TF32 off) on
-random input at the model's default resolution; then `kiln build` and `kiln run` on the CPU and
-on the GPU. Prints one JSON object per architecture and run.
+random input at the model's default resolution; then `kiln build` (fp32 and fp16) and `kiln run`:
+the fp32 bundle on the CPU and on the GPU (fp32 math), the fp16 bundle on the GPU (fp16 math).
+Prints one JSON object per architecture and run.
 
   python3 timm_parity.py --kiln build/bin/kiln --work /tmp/parity
 """
@@ -57,19 +58,22 @@ def main():
         x = torch.randn(2, 3, size, size)
         with torch.no_grad():
             ref = model.cuda()(x.cuda()).float().cpu()
-        safetensors.torch.save_file({"input": x}, f"{folder}/input.safetensors")
-        kiln(args.kiln, "build", folder, "-o", f"{folder}/model.bundle")
-        for device in ("cpu", "cuda"):
-            out = f"{folder}/out-{device}.safetensors"
-            if not kiln(args.kiln, "run", f"{folder}/model.bundle", "--input", f"{folder}/input.safetensors",
+        safetensors.torch.save_file({"pixels": x}, f"{folder}/input.safetensors")
+        for precision in ("fp32", "fp16"):
+            kiln(args.kiln, "build", folder, "-o", f"{folder}/model-{precision}.bundle", "--precision", precision)
+        for precision, device in (("fp32", "cpu"), ("fp32", "cuda"), ("fp16", "cuda")):
+            out = f"{folder}/out-{precision}-{device}.safetensors"
+            if not kiln(args.kiln, "run", f"{folder}/model-{precision}.bundle", "--input", f"{folder}/input.safetensors",
                         "-o", out, "--device", device):
-                print(json.dumps({"arch": arch, "device": device, "error": "kiln run failed"}), flush=True)
+                print(json.dumps({"arch": arch, "device": device, "precision": precision, "error": "kiln run failed"}),
+                      flush=True)
                 continue
-            got = safetensors.torch.load_file(out)["output"]
+            got = safetensors.torch.load_file(out)["logits"]
             diff = (got - ref).abs().max().item()
             rel = ((got - ref).norm() / ref.norm()).item()
             same_top1 = bool((got.argmax(1) == ref.argmax(1)).all())
-            print(json.dumps({"arch": arch, "device": device, "input": size, "max_abs_logit_diff": diff,
+            print(json.dumps({"arch": arch, "device": device, "precision": precision, "input": size,
+                              "max_abs_logit_diff": diff,
                               "rel_l2": rel, "top1_same": same_top1}), flush=True)
 
 

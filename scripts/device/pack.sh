@@ -1,54 +1,80 @@
 #!/usr/bin/env bash
-# Packs what a run on the GPU machine needs into .carry/ (ignored by git, named in the device
-# tool's `carry`): the kiln binaries, the shared libraries they use that such a machine may
-# lack (xz-compressed), and the data of one run. The GPU machine has no ../shared.
-#   scripts/device/pack.sh a   # GPU tests, speed vs peers, parity: checkpoint + timm reference,
-#                              # 24 calibration images (GPU FP8 test), FP8 bundles calibrated here
-#   scripts/device/pack.sh b   # accuracy: validation shards, CPU fp32 reference logits, the FP8
-#                              # bundles (GPU FP8 against fp32 and against the CPU's FP8 emulation)
+# Packs what a run on a GPU machine needs into STAGE, a folder to copy there next to the
+# repository: the kiln binaries, the shared libraries they use that such a machine may lack
+# (xz-compressed; system-libs.txt lists those it has), and the data of one run (the GPU
+# machine has no test data folder of its own).
+#   scripts/device/pack.sh STAGE a   # GPU tests, op harness, speed against peers: the checkpoint, the
+#                                    # timm reference inputs and logits, 24 calibration images
+#   scripts/device/pack.sh STAGE b   # accuracy: held-out shards, CPU fp32 reference logits, fp16 and
+#                                    # FP8 bundles (calibrated here on 500 images)
+# BASELINE=FILE adds another kiln binary (an earlier commit's build) as bin/kiln-baseline, to time
+# against in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-run=${1:?usage: pack.sh a|b}
+out=${1:?usage: pack.sh STAGE a|b}
+run=${2:?usage: pack.sh STAGE a|b}
 shared=${KILN_TEST_DATA:-../shared}
-out=.carry/$run
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$out" "$stage/bin" "$stage/lib"
 bins=(build/bin/kiln)
-[ "$run" = a ] && bins+=(build/tests/kiln_gpu_tests)
+[ "$run" = a ] && bins+=(build/tests/kiln_gpu_tests build/tests/kiln_op_harness)
 cp "${bins[@]}" "$stage/bin/"
+[ -n "${BASELINE:-}" ] && cp "$BASELINE" "$stage/bin/kiln-baseline" && bins+=("$BASELINE")
 strip "$stage"/bin/*
-# Everything but glibc and what the GPU machine was seen to have (system-libs.txt; with its own
-# libxml2 it also brings its own ICU).
+# Everything but glibc and what the GPU machine was seen to have (with its own libxml2 it also
+# brings its own ICU).
 ldd "${bins[@]}" | awk '/=>/ {print $3}' | sort -u |
   grep -vE '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux-x86-64)\.so|/libicu' |
   grep -vFf <(grep -v '^#' scripts/device/system-libs.txt | sed 's|^|/|') |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
 tar -cJf "$out/kiln.tar.xz" -C "$stage" bin lib
+build() {  # build NAME ARGS...: a bundle made here, once
+  local name=$1
+  shift
+  [ -f "$out/bundles/$name.bundle" ] || build/bin/kiln build "$@" -o "$out/bundles/$name.bundle" >/dev/null
+}
+ckpt=$shared/checkpoints/efficientnet_b0.tfhub-transplant
+mkdir -p "$out/bundles"
 case "$run" in
   a)
-    mkdir -p "$out/shared/checkpoints" "$out/shared/reference"
-    cp -r "$shared/checkpoints/efficientnet_b0.tfhub-transplant" "$out/shared/checkpoints/"
-    cp "$shared/reference/efficientnet_b0_timm_reference.safetensors" "$out/shared/reference/"
-    calib=$out/shared/data/imagenet-calib-500
+    mkdir -p "$out/data/checkpoints" "$out/data/reference"
+    cp -r "$ckpt" "$out/data/checkpoints/"
+    # The tensors the GPU tests read (the intermediate outputs stay behind).
+    python3 - "$shared/reference/efficientnet_b0_timm_reference.safetensors" \
+      "$out/data/reference/efficientnet_b0_timm_reference.safetensors" <<'PY'
+import json, struct, sys
+keep = ("inputs", "stress_inputs", "efficientnet_b0.logits", "efficientnet_b0.stress_logits")
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header, body = json.loads(data[8:8 + n]), data[8 + n:]
+out, chunks, at = {}, [], 0
+for name in keep:
+    t = dict(header[name])
+    begin, end = t["data_offsets"]
+    chunks.append(body[begin:end])
+    t["data_offsets"] = [at, at + end - begin]
+    at += end - begin
+    out[name] = t
+text = json.dumps(out).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
+PY
+    calib=$out/data/data/imagenet-calib-500
     mkdir -p "$calib"
     head -24 "$shared/data/imagenet-calib-500/labels.tsv" > "$calib/labels.tsv"
     cut -f1 "$calib/labels.tsv" | while read -r f; do cp "$shared/data/imagenet-calib-500/$f" "$calib/"; done
-    mkdir -p "$out/bundles"
-    for r in ${FP8_RECIPES:-fp8-pointwise fp8-e4m3-expanded fp8-project}; do
-      [ -f "$out/bundles/b0-$r.bundle" ] || build/bin/kiln build "$shared/checkpoints/efficientnet_b0.tfhub-transplant" \
-        -o "$out/bundles/b0-$r.bundle" --precision fp8 --recipe "$r" --calib "$shared/data/imagenet-calib-500"
-    done
     ;;
   b)
-    mkdir -p "$out/val" "$out/bundles"
-    cp "$shared"/data/imagenet-val-1300/*.tar "$out/val/"
     for r in ${FP8_RECIPES:-fp8-pointwise fp8-e4m3-expanded}; do
-      [ -f "$out/bundles/b0-$r.bundle" ] || build/bin/kiln build "$shared/checkpoints/efficientnet_b0.tfhub-transplant" \
-        -o "$out/bundles/b0-$r.bundle" --precision fp8 --recipe "$r" --calib "$shared/data/imagenet-calib-500"
+      build "b0-$r" "$ckpt" --precision fp8 --recipe "$r" --calib "$shared/data/imagenet-calib-500"
     done
-    [ -f "$out/cpu_fp32_logits.safetensors" ] || build/bin/kiln eval build/example.bundle --device cpu \
-      --data "$shared/data/imagenet-val-1300" --save-logits "$out/cpu_fp32_logits.safetensors" --json
+    mkdir -p "$out/val"
+    cp "$shared"/data/imagenet-val-1300/*.tar "$out/val/"
+    build b0-fp32 "$ckpt"
+    build b0-fp16 "$ckpt" --precision fp16
+    [ -f "$out/cpu_fp32_logits.safetensors" ] || build/bin/kiln eval "$out/bundles/b0-fp32.bundle" --device cpu \
+      --data "$shared/data/imagenet-val-1300" --save-logits "$out/cpu_fp32_logits.safetensors" --json >/dev/null
     ;;
 esac
 du -sh "$out"

@@ -135,7 +135,7 @@ ModelDefinition b0() {
   return FamilyRegistry::instance().find_family("efficientnet_b0")->build(ckpt);
 }
 
-TEST(CudaEngine, EfficientNetB0MatchesCpuOnReferenceInputs) {
+TEST(CudaEngine, B0CheckpointMatchesCpuOnReferenceInputs) {
   REQUIRE_GPU();
   ModelDefinition def = b0();
   SafetensorsFile ref(test::data_path("reference/efficientnet_b0_timm_reference.safetensors"));

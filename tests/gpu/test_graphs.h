@@ -150,10 +150,12 @@ class ForcedVariants {
     for (auto& [node, v] : plans["cuda"]["plans"][key_].items()) v = variant;
     return engine(def_, "cuda", plans);
   }
-  // The variant a forced engine reports for its first node with variants.
+  // The variant a forced engine reports for its first node (in run order) with variants.
   static std::string first_choice(Engine& e, const Bindings& sizes) {
-    const nlohmann::json p = e.export_plans();
-    return p.at("cuda").at("plans").at(to_string(sizes)).begin().value();
+    const nlohmann::json choices = e.export_plans().at("cuda").at("plans").at(to_string(sizes));
+    for (const Node& n : e.executed().nodes())
+      if (choices.contains(n.name)) return choices[n.name];
+    return "";
   }
 
  private:

@@ -40,6 +40,9 @@ struct OpCase {
   // Largest accepted |backend - reference| / max(1, max |reference|), per compute type. Integer
   // outputs must match exactly.
   double tolerance_f32 = 1e-5, tolerance_f16 = 2e-2;
+  // Whether the case also runs with a GPU computing in fp16: false for an f32 case whose
+  // numbers f16 cannot hold (1000 + noise).
+  bool fp16_precision = true;
   // A graph of simpler ops that must compute the same (a fused op's decomposition): checked on
   // every backend, CPU included, against the same inputs and constants.
   std::function<Graph()> decomposition;

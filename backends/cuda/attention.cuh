@@ -1,0 +1,42 @@
+// Launch function for attention (attention.cu): y = softmax(scale * q k^T + mask) v per query
+// row, without a score matrix in memory; graph/ops/attention.cpp defines the op.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kiln/tensor.h"
+
+namespace kiln::cuda {
+
+// q [batch, heads, sq, d], k [batch, kv_heads, sk, d], v [batch, kv_heads, sk, dv] and
+// y [batch, heads, sq, dv], all of `type` (F32 or F16); head h reads kv head
+// h / (heads / kv_heads).
+//   mask (optional, F32 or F16): element (b, h, i, j) at b * s[0] + h * s[1] + i * s[2] + j * s[3]
+//   with s = mask_strides (0 along dims it broadcasts over).
+//   kv_length (optional, I32 or I64 [batch]): keys j >= kv_length[b] are ignored. A length
+//   outside [0, sk] is clamped into it and sets error_bit in *error.
+//   causal: query i sees key j only if j <= i + (kv_length[b] or sk) - sq.
+// A query that sees no key (or only -inf mask entries) gives zeros.
+struct AttentionArgs {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* y = nullptr;
+  DType type = DType::F32;
+  const void* mask = nullptr;
+  DType mask_type = DType::F32;
+  int64_t mask_strides[4] = {};
+  const void* kv_length = nullptr;
+  DType kv_length_type = DType::I32;
+  int64_t batch = 0, heads = 0, kv_heads = 0, sq = 0, sk = 0, d = 0, dv = 0;
+  float scale = 1.0f;
+  bool causal = false;
+  uint32_t* error = nullptr;
+  uint32_t error_bit = 0;
+};
+
+void launch_attention(const AttentionArgs& args, cudaStream_t stream);
+
+}  // namespace kiln::cuda

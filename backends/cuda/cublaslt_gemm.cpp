@@ -1,0 +1,129 @@
+// cuBLASLt works on column-major matrices; a row-major matrix is the column-major view of its
+// transpose. So c = op(a) op(b) (row-major) is computed as c^T = op(b)^T op(a)^T (column-major):
+// cuBLASLt's A is our b, its B our a, its m and n our n and m, and our transposes carry over
+// (b stored [k, n] row-major is already op(b)^T = [n, k] column-major, so trans_b = false is
+// cuBLASLt's N; likewise a).
+#include "backends/cuda/cublaslt_gemm.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "backends/cuda/cuda_check.h"
+#include "core/dtype.h"
+#include "core/error.h"
+
+#define KILN_CUBLASLT_CHECK(expr)                                                  \
+  do {                                                                             \
+    const cublasStatus_t kiln_status_ = (expr);                                    \
+    if (kiln_status_ != CUBLAS_STATUS_SUCCESS)                                     \
+      ::kiln::fail("[cuda] {}: {}", #expr, cublasLtGetStatusString(kiln_status_)); \
+  } while (0)
+
+namespace kiln {
+
+struct CublasLtGemm::Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLASLt's A, B and C (also D)
+  cublasLtMatmulPreference_t preference = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    if (preference) cublasLtMatmulPreferenceDestroy(preference);
+    for (cublasLtMatrixLayout_t l : {a, b, c})
+      if (l) cublasLtMatrixLayoutDestroy(l);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+namespace {
+
+// The largest power of two up to 256 that divides the address of every matrix of the batch.
+uint32_t alignment(const void* p, int64_t stride_bytes) {
+  const uint64_t bits = reinterpret_cast<uintptr_t>(p) | static_cast<uint64_t>(stride_bytes) | 256u;
+  return static_cast<uint32_t>(bits & (~bits + 1));
+}
+
+cudaDataType_t cuda_type(DType t) { return t == DType::F16 ? CUDA_R_16F : CUDA_R_32F; }
+
+void set_batch(cublasLtMatrixLayout_t layout, int32_t batch, int64_t stride) {
+  KILN_CUBLASLT_CHECK(
+      cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
+  KILN_CUBLASLT_CHECK(
+      cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+}
+
+}  // namespace
+
+CublasLtGemm::CublasLtGemm(size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
+  KILN_CUBLASLT_CHECK(cublasLtCreate(&handle_));
+  if (workspace_bytes_) KILN_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
+}
+
+CublasLtGemm::~CublasLtGemm() {
+  plans_.clear();
+  cudaFree(workspace_);
+  if (handle_) cublasLtDestroy(handle_);
+}
+
+const CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& s) {
+  auto it = plans_.find(s);
+  if (it != plans_.end()) return *it->second;
+  auto p = std::make_unique<Plan>();
+  const cudaDataType_t type = cuda_type(s.dtype);
+  KILN_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t ta = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, tb = s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  KILN_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  KILN_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  // Each layout is the stored matrix, column-major: rows are our columns.
+  KILN_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p->a, type, s.trans_b ? s.k : s.n, s.trans_b ? s.n : s.k, s.ldb));
+  KILN_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p->b, type, s.trans_a ? s.m : s.k, s.trans_a ? s.k : s.m, s.lda));
+  KILN_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p->c, type, s.n, s.m, s.ldc));
+  const auto batch = static_cast<int32_t>(s.batch);
+  set_batch(p->a, batch, s.stride_b);
+  set_batch(p->b, batch, s.stride_a);
+  set_batch(p->c, batch, s.stride_c);
+  KILN_CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&p->preference));
+  const uint64_t workspace = workspace_bytes_;
+  KILN_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(p->preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                           &workspace, sizeof workspace));
+  // The heuristic assumes 256-byte aligned matrices unless told otherwise (cuBLASLt's A is our b).
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, s.align[1]},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, s.align[0]},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, s.align[2]},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, s.align[2]}};
+  for (const auto& [attribute, value] : aligns)
+    KILN_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(p->preference, attribute, &value, sizeof value));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  KILN_CUBLASLT_CHECK(
+      cublasLtMatmulAlgoGetHeuristic(handle_, p->op, p->a, p->b, p->c, p->c, p->preference, 1, &result, &found));
+  KILN_CHECK(found > 0, "[cuda] cuBLASLt has no algorithm for a {} GEMM of m={} n={} k={} batch={}",
+             dtype_name(s.dtype), s.m, s.n, s.k, s.batch);
+  p->algo = result.algo;
+  return *plans_.emplace(s, std::move(p)).first->second;
+}
+
+void CublasLtGemm::gemm(const GemmShape& s, const void* a, const void* b, void* c, cudaStream_t stream) {
+  KILN_CHECK(s.dtype == DType::F32 || s.dtype == DType::F16, "[cuda] cuBLASLt GEMM of {}: F32 or F16 only",
+             dtype_name(s.dtype));
+  KILN_CHECK(s.m >= 0 && s.n >= 0 && s.k >= 1 && s.batch >= 0 && s.batch <= std::numeric_limits<int32_t>::max() &&
+                 s.stride_a >= 0 && s.stride_b >= 0 && s.stride_c >= 0,
+             "[cuda] cuBLASLt GEMM of m={} n={} k={} batch={}: sizes or batch strides out of range", s.m, s.n, s.k,
+             s.batch);
+  KILN_CHECK(s.lda >= std::max<int64_t>(1, s.trans_a ? s.m : s.k) &&
+                 s.ldb >= std::max<int64_t>(1, s.trans_b ? s.k : s.n) && s.ldc >= std::max<int64_t>(1, s.n),
+             "[cuda] cuBLASLt GEMM of m={} n={} k={}: row strides lda={} ldb={} ldc={} too small", s.m, s.n, s.k, s.lda,
+             s.ldb, s.ldc);
+  if (s.m == 0 || s.n == 0 || s.batch == 0) return;
+  const auto size = static_cast<int64_t>(dtype_size(s.dtype));
+  const int64_t batched = s.batch > 1 ? size : 0;  // strides move nothing in a batch of one
+  const std::array<uint32_t, 3> align = {alignment(a, s.stride_a * batched), alignment(b, s.stride_b * batched),
+                                         alignment(c, s.stride_c * batched)};
+  const Plan& p = plan_for({s.dtype, s.m, s.n, s.k, s.trans_a, s.trans_b, s.lda, s.ldb, s.ldc, s.batch, s.stride_a,
+                            s.stride_b, s.stride_c, align});
+  KILN_CUBLASLT_CHECK(cublasLtMatmul(handle_, p.op, &s.alpha, b, p.a, a, p.b, &s.beta, c, p.c, c, p.c, &p.algo,
+                                     workspace_, workspace_bytes_, stream));
+}
+
+}  // namespace kiln

@@ -1,0 +1,77 @@
+// GEMMs of any shape through cuBLASLt, on row-major matrices as kiln stores them: batched
+// products of activations (matmul) and dense layers the hand-written GEMM does not take.
+//
+//   CublasLtGemm gemm;                       // a handle and a workspace, made once
+//   GemmShape s;
+//   s.dtype = DType::F16;
+//   s.m = rows, s.n = out, s.k = in;
+//   s.trans_b = true;                        // w stored [out, in]
+//   s.lda = in, s.ldb = in, s.ldc = out;
+//   gemm.gemm(s, x, w, y, stream);           // y = x w^T
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+// c[i] = alpha * op(a[i]) op(b[i]) + beta * c[i] for i < batch, every matrix row-major:
+//   op(a) [m, k] is a stored [m, k] (lda >= k), or with trans_a a stored [k, m] (lda >= m);
+//   op(b) [k, n] is b stored [k, n] (ldb >= n), or with trans_b b stored [n, k] (ldb >= k);
+//   c [m, n] (ldc >= n). ld* are row strides in elements.
+// Matrix i of a starts stride_a elements after matrix i - 1 (likewise b and c); a stride of 0
+// for a or b repeats one matrix over the batch.
+struct GemmShape {
+  DType dtype = DType::F32;  // of a, b and c: F32 or F16; products are summed in fp32 (no TF32)
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  float alpha = 1.0f, beta = 0.0f;  // beta 0: c is only written
+};
+
+// A cuBLASLt handle, a workspace and, per shape, the descriptors and the algorithm cuBLASLt's
+// heuristic chose. Calls share the workspace, so one instance serves one stream (or calls
+// ordered with each other) and one thread at a time.
+class CublasLtGemm {
+ public:
+  explicit CublasLtGemm(size_t workspace_bytes = size_t{32} << 20);
+  ~CublasLtGemm();
+  CublasLtGemm(const CublasLtGemm&) = delete;
+  CublasLtGemm& operator=(const CublasLtGemm&) = delete;
+
+  // Queues the product on `stream`; k >= 1. The first call for a shape and pointer alignment
+  // makes its descriptors and runs the heuristic: host-only work, allowed while the stream is
+  // being captured into a CUDA graph. Fails ("[cuda] ...") on an invalid shape or a cuBLASLt error.
+  void gemm(const GemmShape& shape, const void* a, const void* b, void* c, cudaStream_t stream);
+
+ private:
+  struct Plan;
+  // What a plan depends on: the shape but alpha and beta, and the byte alignments of a, b and c
+  // that hold for every matrix of the batch (at most 256).
+  struct Key {
+    DType dtype;
+    int64_t m, n, k;
+    bool trans_a, trans_b;
+    int64_t lda, ldb, ldc, batch, stride_a, stride_b, stride_c;
+    std::array<uint32_t, 3> align;
+    auto operator<=>(const Key&) const = default;
+  };
+  const Plan& plan_for(const Key& key);
+
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  std::map<Key, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace kiln

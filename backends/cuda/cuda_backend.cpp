@@ -1,0 +1,246 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "backends/cuda/cuda_check.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/fp8.h"
+#include "core/half.h"
+#include "graph/rewrites/rewrite.h"
+
+namespace kiln {
+
+// Defined in a file the build generates from the files of backends/cuda/ops/ (CMakeLists.txt).
+void register_cuda_kernels(CudaKernelRegistry& registry);
+
+bool cuda_backend_available() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+std::shared_ptr<Backend> make_cuda_backend(const std::string& precision) {
+  return std::make_shared<CudaBackend>(precision);
+}
+
+// --- Kernel registry and helpers
+
+CudaKernelRegistry& CudaKernelRegistry::instance() {
+  static CudaKernelRegistry* registry = [] {
+    auto* r = new CudaKernelRegistry();
+    register_cuda_kernels(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+void CudaKernelRegistry::add(const std::string& op, CudaKernelEntry entry) {
+  KILN_CHECK(entries_.emplace(op, std::move(entry)).second, "[cuda] two kernels for op '{}'", op);
+}
+
+const CudaKernelEntry* CudaKernelRegistry::find(const std::string& op) const {
+  auto it = entries_.find(op);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+DType input_dtype(const Graph& g, const Node& n, int slot) { return g.values()[n.inputs.at(slot)].dtype; }
+
+std::vector<DType> output_dtypes(const Graph& g, const Node& n) {
+  std::vector<std::optional<DType>> in;
+  for (int v : n.inputs) in.push_back(v < 0 ? std::nullopt : std::optional<DType>(g.values()[v].dtype));
+  return n.def().infer_dtypes(n, in);
+}
+
+bool io_types_in(const Graph& g, const Node& n, std::initializer_list<DType> allowed) {
+  auto ok = [&](DType t) { return std::find(allowed.begin(), allowed.end(), t) != allowed.end(); };
+  for (int v : n.inputs)
+    if (v >= 0 && !ok(g.values()[v].dtype)) return false;
+  for (DType t : output_dtypes(g, n))
+    if (!ok(t)) return false;
+  return true;
+}
+
+Shape constant_shape(const Graph& g, const Node& n, int slot) {
+  const int v = n.input(slot);
+  if (v < 0 || g.values()[v].kind != ValueKind::Constant) return {};
+  return resolve(g.values()[v].shape, {});
+}
+
+// --- Packed weights
+
+size_t CudaWeights::reserve(size_t bytes) {
+  const size_t off = (host_.size() + 255) / 256 * 256;
+  host_.resize(off + bytes);
+  return off;
+}
+
+size_t CudaWeights::add_f16(std::span<const float> v) {
+  const size_t off = reserve(v.size() * 2);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const uint16_t h = float_to_half(v[i]);
+    std::memcpy(host_.data() + off + 2 * i, &h, 2);
+  }
+  return off;
+}
+
+size_t CudaWeights::add_f32(std::span<const float> v) {
+  const size_t off = reserve(v.size() * 4);
+  std::memcpy(host_.data() + off, v.data(), v.size() * 4);
+  return off;
+}
+
+size_t CudaWeights::add_e4m3(std::span<const float> v) {
+  const size_t off = reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) host_[off + i] = encode_e4m3(v[i]);
+  return off;
+}
+
+void CudaWeights::upload() {
+  if (device_ || host_.empty()) return;
+  KILN_CUDA_CHECK(cudaMalloc(&device_, host_.size()));
+  KILN_CUDA_CHECK(cudaMemcpy(device_, host_.data(), host_.size(), cudaMemcpyHostToDevice));
+  host_.clear();
+  host_.shrink_to_fit();
+}
+
+CudaWeights::~CudaWeights() { cudaFree(device_); }
+
+// --- Backend
+
+CudaBackend::CudaBackend(const std::string& precision) : precision_(precision) {
+  KILN_CHECK(cuda_backend_available(), "[cuda] no CUDA device");
+  KILN_CHECK(precision == "fp32" || precision == "fp16", "[cuda] unknown precision '{}'", precision);
+  KILN_CUDA_CHECK(cudaGetDevice(&device_));
+  cudaDeviceProp prop{};
+  KILN_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+  device_name_ = prop.name;
+  KILN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  KILN_CUDA_CHECK(cudaMalloc(&error_word_, sizeof(uint32_t)));
+  KILN_CUDA_CHECK(cudaMemset(error_word_, 0, sizeof(uint32_t)));
+}
+
+CudaBackend::~CudaBackend() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  cudaFree(error_word_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+std::string CudaBackend::device() const { return fmt::format("cuda:{} ({})", device_, device_name_); }
+
+void CudaBackend::convert(Graph& graph) const {
+  if (precision_ == "fp16") lower_precision(graph, DType::F16);
+}
+
+bool CudaBackend::supports(const Graph& graph, const Node& node) const {
+  const CudaKernelEntry* e = CudaKernelRegistry::instance().find(node.op);
+  return e && e->supports(graph, node);
+}
+
+void CudaBackend::fuse(Graph& graph) const {
+  const RewriteContext c{name(), [](const Graph& g, const Node& n) {
+                           const CudaKernelEntry* e = CudaKernelRegistry::instance().find(n.op);
+                           return e && e->fast(g, n);
+                         }};
+  fold_input_layout(graph, c);
+  fuse_conv_mean(graph, c);
+  fuse_mlp(graph, c);
+  fuse_channel_gate(graph, c);
+  fuse_residual_add(graph, c);
+  fold_output_cast(graph, c);
+  fuse_fp8_output(graph, c);
+}
+
+std::unique_ptr<Kernel> CudaBackend::make_kernel(const Graph& graph, int node, const ConstantLookup& constants) {
+  const Node& n = graph.nodes()[node];
+  const CudaKernelEntry* e = CudaKernelRegistry::instance().find(n.op);
+  KILN_CHECK(e, "[cuda] {}: no CUDA kernel for op '{}'", n.name, n.op);
+  CudaKernelContext c{graph, n, constants, weights_, error_word_, precision_};
+  auto k = e->make(c);
+  error_checks_ = error_checks_ || c.checks_inputs;
+  return k;
+}
+
+void* CudaBackend::allocate(size_t bytes) {
+  void* p = nullptr;
+  KILN_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 256)));
+  return p;
+}
+
+void CudaBackend::release(void* p) { cudaFree(p); }
+
+// Host memory the engine hands over is pageable: cudaMemcpyAsync stages it before returning,
+// so the caller may reuse it at once.
+void CudaBackend::upload(void* dst, const void* src, size_t bytes) {
+  KILN_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+}
+
+void CudaBackend::download(void* dst, const void* src, size_t bytes) {
+  KILN_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  KILN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::zero(void* dst, size_t bytes) { KILN_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_)); }
+
+void CudaBackend::synchronize() { KILN_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+double CudaBackend::time_ms(const std::function<void()>& work) {
+  cudaEvent_t start, stop;
+  KILN_CUDA_CHECK(cudaEventCreate(&start));
+  KILN_CUDA_CHECK(cudaEventCreate(&stop));
+  KILN_CUDA_CHECK(cudaEventRecord(start, stream_));
+  work();
+  KILN_CUDA_CHECK(cudaEventRecord(stop, stream_));
+  KILN_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  KILN_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms;
+}
+
+namespace {
+
+class CudaGraphReplay : public Replay {
+ public:
+  CudaGraphReplay(cudaGraphExec_t exec, cudaStream_t stream) : exec_(exec), stream_(stream) {}
+  ~CudaGraphReplay() override { cudaGraphExecDestroy(exec_); }
+  void launch() override { KILN_CUDA_CHECK(cudaGraphLaunch(exec_, stream_)); }
+
+ private:
+  cudaGraphExec_t exec_;
+  cudaStream_t stream_;
+};
+
+}  // namespace
+
+std::unique_ptr<Replay> CudaBackend::capture(const std::function<void()>& work) {
+  cudaGraph_t g;
+  KILN_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  try {
+    work();
+  } catch (...) {
+    cudaStreamEndCapture(stream_, &g);
+    throw;
+  }
+  KILN_CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+  cudaGraphExec_t exec;
+  KILN_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+  cudaGraphDestroy(g);
+  return std::make_unique<CudaGraphReplay>(exec, stream_);
+}
+
+void CudaBackend::check_errors() {
+  if (!error_checks_) return;
+  uint32_t word = 0;
+  KILN_CUDA_CHECK(cudaMemcpyAsync(&word, error_word_, sizeof word, cudaMemcpyDeviceToHost, stream_));
+  KILN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (!word) return;
+  KILN_CUDA_CHECK(cudaMemsetAsync(error_word_, 0, sizeof word, stream_));
+  if (word & kCudaIndexOutOfRange) fail("[cuda] an index (e.g. a token id) was out of range for its table");
+  if (word & kCudaOffsetOutOfRange) fail("[cuda] a slice offset (e.g. a cache position) was out of range");
+  fail("[cuda] a length (e.g. kv_length) was out of range");
+}
+
+}  // namespace kiln

@@ -1,0 +1,47 @@
+// The CUDA backend: kernels per op (backends/cuda/ops/), device memory, one stream, CUDA-event
+// timing and CUDA-graph capture. In fp16 precision it runs f32 activations as f16 (rewrite
+// lower_precision) and fuses what its kernels can absorb (graph/rewrites/).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "backends/backend.h"
+#include "backends/cuda/cuda_kernel.h"
+
+namespace kiln {
+
+class CudaBackend : public Backend {
+ public:
+  explicit CudaBackend(const std::string& precision);
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda"; }
+  std::string device() const override;
+  std::string hardware() const override { return device_name_; }
+  void convert(Graph& graph) const override;
+  bool supports(const Graph& graph, const Node& node) const override;
+  void fuse(Graph& graph) const override;
+  std::unique_ptr<Kernel> make_kernel(const Graph& graph, int node, const ConstantLookup& constants) override;
+  void kernels_made() override { weights_.upload(); }
+  void* allocate(size_t bytes) override;
+  void release(void* p) override;
+  void upload(void* dst, const void* src, size_t bytes) override;
+  void download(void* dst, const void* src, size_t bytes) override;
+  void zero(void* dst, size_t bytes) override;
+  void synchronize() override;
+  void* stream() override { return stream_; }
+  double time_ms(const std::function<void()>& work) override;
+  std::unique_ptr<Replay> capture(const std::function<void()>& work) override;
+  bool is_accelerator() const override { return true; }
+  void check_errors() override;
+
+ private:
+  std::string precision_, device_name_;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  CudaWeights weights_;
+  uint32_t* error_word_ = nullptr;  // device
+  bool error_checks_ = false;       // some kernel can set the error word
+};
+
+}  // namespace kiln

@@ -1,0 +1,53 @@
+// Generic max_pool (backends/cuda/max_pool.cuh): each thread computes one output element
+// (n, oy, ox, c) at a time (grid-stride), channels fastest so that a warp reads consecutive
+// channels of each window cell.
+#include <cmath>
+
+#include "backends/cuda/launch.cuh"
+#include "backends/cuda/max_pool.cuh"
+#include "backends/cuda/numeric.cuh"
+#include "backends/cuda/strided.cuh"
+
+namespace kiln::cuda {
+
+namespace {
+
+template <typename T>
+__global__ void max_pool_kernel(MaxPoolArgs p) {
+  wait_for_predecessor();
+  const T* x = static_cast<const T*>(p.x);
+  T* y = static_cast<T*>(p.y);
+  const int64_t total = p.n * p.oh * p.ow * p.c;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t c = i % p.c, pixel = i / p.c;
+    const int64_t ox = pixel % p.ow, oy = pixel / p.ow % p.oh, n = pixel / (p.ow * p.oh);
+    // Every window holds a cell of x (each pad is smaller than the kernel), so -inf never
+    // survives.
+    float best = -INFINITY;
+    for (int ky = 0; ky < p.kh; ++ky) {
+      const int64_t iy = oy * p.stride_h - p.pad_top + ky;
+      if (iy < 0 || iy >= p.h) continue;
+      for (int kx = 0; kx < p.kw; ++kx) {
+        const int64_t ix = ox * p.stride_w - p.pad_left + kx;
+        if (ix < 0 || ix >= p.w) continue;
+        const float v = to_float(x[((n * p.h + iy) * p.w + ix) * p.c + c]);
+        if (v > best || isnan(v)) best = v;  // NaN, once in, stays
+      }
+    }
+    y[i] = from_float<T>(best);  // one of x's values: exact in T
+  }
+}
+
+}  // namespace
+
+void launch_max_pool(const MaxPoolArgs& p, cudaStream_t stream) {
+  const int64_t total = p.n * p.oh * p.ow * p.c;
+  if (total <= 0) return;
+  dispatch_float(p.type, "max_pool", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch(max_pool_kernel<T>, grid_blocks(total), kBlockThreads, 0, stream, p);
+  });
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,70 @@
+// Data movement kernels (backends/cuda/movement.cuh). Each thread computes one output element
+// at a time (grid-stride): its flat index mapped through the views to the source (and, for a
+// strided copy, destination) offsets, and the element moved as an unsigned integer of its size.
+#include "backends/cuda/launch.cuh"
+#include "backends/cuda/movement.cuh"
+#include "backends/cuda/numeric.cuh"
+
+namespace kiln::cuda {
+
+namespace {
+
+__device__ __forceinline__ int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+template <typename T>
+__global__ void strided_copy_kernel(StridedCopyArgs a) {
+  wait_for_predecessor();
+  const T* x = static_cast<const T*>(a.x) + a.x_base;
+  T* y = static_cast<T*>(a.y) + a.y_base;
+  for (int64_t i = first_index(); i < a.n; i += grid_stride()) y[a.dst(i)] = x[a.src(i)];
+}
+
+template <typename T>
+__global__ void pad_kernel(const T* x, T* y, int64_t n, PadIndex pad, uint64_t fill) {
+  wait_for_predecessor();
+  const T value = static_cast<T>(fill);
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const int64_t src = pad(i);
+    y[i] = src < 0 ? value : x[src];
+  }
+}
+
+template <typename T>
+__global__ void where_kernel(WhereArgs w) {
+  wait_for_predecessor();
+  const T* a = static_cast<const T*>(w.a);
+  const T* b = static_cast<const T*>(w.b);
+  T* y = static_cast<T*>(w.y);
+  for (int64_t i = first_index(); i < w.n; i += grid_stride()) y[i] = w.cond[w.c(i)] ? a[w.ia(i)] : b[w.ib(i)];
+}
+
+}  // namespace
+
+void launch_strided_copy(const StridedCopyArgs& args, cudaStream_t stream) {
+  if (args.n <= 0) return;
+  dispatch_size(args.elem_size, "strided copy", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch(strided_copy_kernel<T>, grid_blocks(args.n), kBlockThreads, 0, stream, args);
+  });
+}
+
+void launch_pad(const void* x, void* y, int64_t n, int elem_size, const PadIndex& pad, uint64_t fill,
+                cudaStream_t stream) {
+  if (n <= 0) return;
+  dispatch_size(elem_size, "pad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch(pad_kernel<T>, grid_blocks(n), kBlockThreads, 0, stream, static_cast<const T*>(x), static_cast<T*>(y), n,
+           pad, fill);
+  });
+}
+
+void launch_where(const WhereArgs& args, cudaStream_t stream) {
+  if (args.n <= 0) return;
+  dispatch_size(args.elem_size, "where", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch(where_kernel<T>, grid_blocks(args.n), kBlockThreads, 0, stream, args);
+  });
+}
+
+}  // namespace kiln::cuda

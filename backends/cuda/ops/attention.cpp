@@ -1,0 +1,80 @@
+// attention on the GPU: one fused kernel with an online softmax (attention.cu), q, k and v f32
+// or f16, a mask of either type, kv_length i32 or i64, grouped-query heads, any head dims. A
+// kv_length outside [0, Sk] is clamped and sets the error word, so that the run fails as it does
+// on the CPU.
+#include <cmath>
+
+#include "backends/cuda/attention.cuh"
+#include "backends/cuda/cuda_kernel.h"
+
+namespace kiln {
+
+namespace {
+
+enum : int { Q = 0, K, V, Mask, KvLength };
+
+bool supports_attention(const Graph& g, const Node& n) {
+  auto f32_or_f16 = [](DType t) { return t == DType::F32 || t == DType::F16; };
+  if (!f32_or_f16(input_dtype(g, n, Q)) || !f32_or_f16(output_dtypes(g, n)[0])) return false;
+  if (n.input(Mask) >= 0 && !f32_or_f16(input_dtype(g, n, Mask))) return false;
+  if (n.input(KvLength) < 0) return true;
+  const DType t = input_dtype(g, n, KvLength);
+  return t == DType::I32 || t == DType::I64;
+}
+
+class AttentionKernel : public Kernel {
+ public:
+  explicit AttentionKernel(CudaKernelContext& c)
+      : scale_(c.node.attrs.get_float("scale")), causal_(c.node.attrs.get_int("causal") != 0), error_(c.error_word) {
+    c.checks_inputs = c.node.input(KvLength) >= 0;
+  }
+
+  void run(const KernelArgs& a, int) override {
+    const TensorRef &q = a.inputs[Q], &k = a.inputs[K], &v = a.inputs[V];
+    cuda::AttentionArgs p;
+    p.q = q.data;
+    p.k = k.data;
+    p.v = v.data;
+    p.y = a.outputs[0].data;
+    p.type = q.dtype;
+    p.batch = q.shape[0];
+    p.heads = q.shape[1];
+    p.sq = q.shape[2];
+    p.d = q.shape[3];
+    p.kv_heads = k.shape[1];
+    p.sk = k.shape[2];
+    p.dv = v.shape[3];
+    p.scale = static_cast<float>(scale_ != 0 ? scale_ : 1.0 / std::sqrt(static_cast<double>(p.d)));
+    p.causal = causal_;
+    if (a.inputs.size() > Mask && a.inputs[Mask].data) {
+      const Shape& m = a.inputs[Mask].shape;  // rank <= 4, aligned to [B, H, Sq, Sk] on the right
+      p.mask = a.inputs[Mask].data;
+      p.mask_type = a.inputs[Mask].dtype;
+      int64_t step = 1;
+      for (size_t d = m.size(); d-- > 0;) {
+        p.mask_strides[4 - m.size() + d] = m[d] == 1 ? 0 : step;
+        step *= m[d];
+      }
+    }
+    if (a.inputs.size() > KvLength && a.inputs[KvLength].data) {
+      p.kv_length = a.inputs[KvLength].data;
+      p.kv_length_type = a.inputs[KvLength].dtype;
+    }
+    p.error = error_;
+    p.error_bit = kCudaLengthOutOfRange;
+    cuda::launch_attention(p, stream_of(a));
+  }
+
+ private:
+  double scale_;
+  bool causal_;
+  uint32_t* error_;
+};
+
+}  // namespace
+
+KILN_REGISTER_CUDA_KERNELS(attention) {
+  registry.add("attention", {supports_attention, make_cuda_kernel<AttentionKernel>, supports_attention});
+}
+
+}  // namespace kiln

@@ -1,0 +1,186 @@
+// linear and mlp on the GPU. An fp16 layer whose sizes are multiples of 8 is a tensor-core GEMM
+// (gemm.cu: tile variants timed per layer; residual and f32 output in the epilogue); any other
+// runs the small dense kernel (one thread per output, for classifier heads of odd sizes). An
+// mlp (two layers on few rows: squeeze-excite) is one kernel (mlp.cu).
+#include <optional>
+
+#include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/kernels.cuh"
+#include "core/error.h"
+#include "graph/ops/activation.h"
+#include "graph/ops/linear.h"
+
+namespace kiln {
+
+namespace {
+
+cuda::Act to_cuda(Activation a) { return static_cast<cuda::Act>(static_cast<int>(a)); }
+
+bool f16_or_f32(DType t) { return t == DType::F16 || t == DType::F32; }
+
+// The GEMM takes fp16 x and weights with K and N multiples of 8; an f32 output has no residual.
+bool gemm_fits(const Graph& g, const Node& n) {
+  using namespace linear_input;
+  const Shape w = constant_shape(g, n, Weight);
+  const DType out = output_dtypes(g, n)[0];
+  return !w.empty() && input_dtype(g, n, X) == DType::F16 && w[0] % 8 == 0 && w[1] % 8 == 0 &&
+         (out == DType::F16 || (out == DType::F32 && n.input(Residual) < 0));
+}
+
+bool supports_linear(const Graph& g, const Node& n) {
+  using namespace linear_input;
+  const DType out = output_dtypes(g, n)[0];
+  const bool residual_ok = n.input(Residual) < 0 || input_dtype(g, n, Residual) == out;
+  return !constant_shape(g, n, Weight).empty() && f16_or_f32(input_dtype(g, n, X)) && f16_or_f32(out) && residual_ok;
+}
+
+class LinearKernel : public Kernel {
+ public:
+  explicit LinearKernel(CudaKernelContext& c) : weights_(c.weights) {
+    using namespace linear_input;
+    const Graph& g = c.graph;
+    const Node& n = c.node;
+    gemm_ = gemm_fits(g, n);
+    residual_ = n.input(Residual) >= 0;
+    w_shape_ = constant_shape(g, n, Weight);
+    act_ = to_cuda(parse_activation(n.attrs.get_string("act")));
+    out_ = output_dtypes(g, n)[0];
+    x_ = input_dtype(g, n, X);
+    const std::vector<float> w = c.constants(g.values()[n.inputs[Weight]].name).to_f32();
+    weight_ = gemm_ ? c.weights.add_f16(w) : c.weights.add_f32(w);
+    if (n.input(Bias) >= 0) {
+      bias_ = c.weights.add_f32(c.constants(g.values()[n.inputs[Bias]].name).to_f32());
+      has_bias_ = true;
+    }
+  }
+
+  int variants() const override { return gemm_ ? cuda::kGemmVariants : 1; }
+  std::string variant_name(int v) const override { return gemm_ ? cuda::gemm_variant_name(v) : "default"; }
+  bool variant_runs(const KernelArgs& a, int v) const override {
+    return !gemm_ || cuda::gemm_variant_supports(gemm_args(a), v);
+  }
+  int default_variant(const KernelArgs& a) const override {
+    return gemm_ ? cuda::gemm_default_variant(gemm_args(a)) : 0;
+  }
+  size_t workspace_bytes(const KernelArgs& a, int v) const override {
+    return gemm_ ? cuda::gemm_workspace_bytes(gemm_args(a), v) : 0;
+  }
+  bool packs_input(int slot) const override { return slot == linear_input::Weight || slot == linear_input::Bias; }
+  std::string describe() const override {
+    std::string d = gemm_ ? "gemm" : "small";
+    if (residual_) d += " +residual";
+    return d;
+  }
+
+  void run(const KernelArgs& a, int variant) override {
+    using namespace linear_input;
+    if (gemm_) return cuda::launch_gemm(gemm_args(a), variant, stream_of(a));
+    cuda::LinearSmallArgs s;
+    s.x = a.inputs[X].data;
+    s.x_f32 = x_ == DType::F32;
+    s.w = weights_.get<float>(weight_);
+    s.bias = bias();
+    s.residual = a.inputs.size() > Residual ? a.inputs[Residual].data : nullptr;
+    s.y = a.outputs[0].data;
+    s.y_f32 = out_ == DType::F32;
+    s.in = static_cast<int>(w_shape_[1]);
+    s.out = static_cast<int>(w_shape_[0]);
+    s.rows = a.inputs[X].numel() / s.in;
+    s.act = act_;
+    cuda::launch_linear_small(s, stream_of(a));
+  }
+
+ private:
+  const float* bias() const { return has_bias_ ? weights_.get<float>(bias_) : nullptr; }
+
+  cuda::GemmArgs gemm_args(const KernelArgs& a) const {
+    using namespace linear_input;
+    cuda::GemmArgs g;
+    g.a = a.inputs[X].as<const __half>();
+    g.w = weights_.at(weight_);
+    g.bias = bias();
+    g.residual =
+        a.inputs.size() > Residual && a.inputs[Residual].data ? a.inputs[Residual].as<const __half>() : nullptr;
+    g.out = a.outputs[0].data;
+    g.out_f32 = out_ == DType::F32;
+    g.k = static_cast<int>(w_shape_[1]);
+    g.n = static_cast<int>(w_shape_[0]);
+    g.m = static_cast<int>(a.inputs[X].numel() / g.k);
+    g.rows_per_image = 1;
+    g.act = act_;
+    g.workspace = static_cast<float*>(a.workspace);
+    return g;
+  }
+
+  CudaWeights& weights_;
+  bool gemm_ = false, has_bias_ = false, residual_ = false;
+  Shape w_shape_;
+  cuda::Act act_ = cuda::Act::None;
+  DType x_ = DType::F32, out_ = DType::F32;
+  size_t weight_ = 0, bias_ = 0;
+};
+
+bool supports_mlp(const Graph& g, const Node& n) {
+  using namespace mlp_input;
+  const Shape w1 = constant_shape(g, n, W1), w2 = constant_shape(g, n, W2);
+  const DType out = output_dtypes(g, n)[0];
+  return !w1.empty() && !w2.empty() && cuda::mlp_supported(static_cast<int>(w1[1]), static_cast<int>(w1[0])) &&
+         f16_or_f32(input_dtype(g, n, X)) && f16_or_f32(out) &&
+         (n.input(Residual) < 0 || input_dtype(g, n, Residual) == out);
+}
+
+class MlpKernel : public Kernel {
+ public:
+  explicit MlpKernel(CudaKernelContext& c) : weights_(c.weights) {
+    using namespace mlp_input;
+    const Graph& g = c.graph;
+    const Node& n = c.node;
+    const Shape w1 = constant_shape(g, n, W1), w2 = constant_shape(g, n, W2);
+    args_.k = static_cast<int>(w1[1]);
+    args_.h = static_cast<int>(w1[0]);
+    args_.n = static_cast<int>(w2[0]);
+    args_.act1 = to_cuda(parse_activation(n.attrs.get_string("act1")));
+    args_.act2 = to_cuda(parse_activation(n.attrs.get_string("act2")));
+    args_.x_f32 = input_dtype(g, n, X) == DType::F32;
+    args_.y_f32 = output_dtypes(g, n)[0] == DType::F32;
+    auto constant = [&](int slot) { return c.constants(g.values()[n.inputs[slot]].name).to_f32(); };
+    w1_ = c.weights.add_f32(constant(W1));
+    const std::vector<float> w2v = constant(W2);  // [n, h] -> [h, n]
+    std::vector<float> w2t(w2v.size());
+    for (int o = 0; o < args_.n; ++o)
+      for (int j = 0; j < args_.h; ++j)
+        w2t[static_cast<size_t>(j) * args_.n + o] = w2v[static_cast<size_t>(o) * args_.h + j];
+    w2_ = c.weights.add_f32(w2t);
+    if (n.input(B1) >= 0) b1_ = c.weights.add_f32(constant(B1));
+    if (n.input(B2) >= 0) b2_ = c.weights.add_f32(constant(B2));
+  }
+  bool packs_input(int slot) const override { return slot != mlp_input::X && slot != mlp_input::Residual; }
+  void run(const KernelArgs& a, int) override {
+    using namespace mlp_input;
+    cuda::MlpArgs m = args_;
+    m.x = a.inputs[X].data;
+    m.w1 = weights_.get<float>(w1_);
+    m.w2 = weights_.get<float>(w2_);
+    m.b1 = b1_ ? weights_.get<float>(*b1_) : nullptr;
+    m.b2 = b2_ ? weights_.get<float>(*b2_) : nullptr;
+    m.residual = a.inputs.size() > Residual ? a.inputs[Residual].data : nullptr;
+    m.y = a.outputs[0].data;
+    m.rows = static_cast<int>(a.inputs[X].numel() / m.k);
+    cuda::launch_mlp(m, stream_of(a));
+  }
+
+ private:
+  CudaWeights& weights_;
+  cuda::MlpArgs args_;
+  size_t w1_ = 0, w2_ = 0;
+  std::optional<size_t> b1_, b2_;
+};
+
+}  // namespace
+
+KILN_REGISTER_CUDA_KERNELS(linear) {
+  registry.add("linear", {supports_linear, make_cuda_kernel<LinearKernel>, supports_linear});
+  registry.add("mlp", {supports_mlp, make_cuda_kernel<MlpKernel>, supports_mlp});
+}
+
+}  // namespace kiln

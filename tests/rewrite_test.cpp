@@ -1,0 +1,94 @@
+// The rewrites a GPU applies (graph/rewrites/), checked on the CPU: a stand-in backend applies
+// them with the CPU's kernels, which run every fused form, so the rewritten graph must compute
+// what the original computes. CI thereby checks every fusion the CUDA backend relies on.
+#include <gtest/gtest.h>
+
+#include "backends/cpu/cpu_backend.h"
+#include "checkpoints/safetensors.h"
+#include "graph/family_registry.h"
+#include "graph/rewrites/rewrite.h"
+#include "tests/gpu/test_graphs.h"
+
+namespace kiln {
+namespace {
+
+class FusingBackend : public CpuBackend {
+ public:
+  explicit FusingBackend(bool fp16) : fp16_(fp16) {}
+  std::string name() const override { return "fusing"; }
+  std::string device() const override { return "fusing"; }
+  void convert(Graph& g) const override {
+    if (fp16_) lower_precision(g, DType::F16);
+  }
+  void fuse(Graph& g) const override {
+    const RewriteContext c{name(), [this](const Graph& graph, const Node& n) { return supports(graph, n); }};
+    fold_input_layout(g, c);
+    fuse_conv_mean(g, c);
+    fuse_mlp(g, c);
+    fuse_channel_gate(g, c);
+    fuse_residual_add(g, c);
+    fold_output_cast(g, c);
+    fuse_fp8_output(g, c);
+  }
+
+ private:
+  bool fp16_;
+};
+
+std::unique_ptr<Engine> fusing_engine(const ModelDefinition& def, bool fp16) {
+  EngineOptions o;
+  o.backend = std::make_shared<FusingBackend>(fp16);
+  return std::make_unique<Engine>(def.graph(), def.constants(), o);
+}
+
+std::map<std::string, int> op_counts(const Engine& e) {
+  std::map<std::string, int> ops;
+  for (const Node& n : e.executed().nodes()) ops[n.op]++;
+  return ops;
+}
+
+TEST(Rewrites, TheMBConvPathFusesAndComputesTheSame) {
+  const ModelDefinition def = test::mbconv_graph(16, 3, 2, false);
+  const Tensor input = test::random_input(def, 3, 29, 37, 5);
+  const std::vector<float> want = test::logits(*test::engine(def, "cpu"), input);
+  auto fused = fusing_engine(def, false);
+  auto ops = op_counts(*fused);
+  EXPECT_EQ(ops["mul"], 0);
+  EXPECT_EQ(ops["add"], 0);
+  EXPECT_EQ(ops["transpose"], 0);
+  EXPECT_EQ(ops["mlp"], 2);
+  EXPECT_EQ(ops["reduce"], 1);  // the SE means are the depthwise convs'; the head's pool feeds a reshape
+  const std::vector<float> got = test::logits(*fused, input);
+  EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-4);
+  // In fp16 the graph casts at its edges, and the casts fold into the first and last layers.
+  auto half = fusing_engine(def, true);
+  ops = op_counts(*half);
+  EXPECT_EQ(ops["cast"], 0);
+  // f32 activations left: the two squeeze-excite means (f32 by definition) and the logits.
+  int f32_activations = 0;
+  for (const Value& v : half->executed().values())
+    f32_activations += v.kind == ValueKind::Activation && v.dtype == DType::F32;
+  EXPECT_EQ(f32_activations, 3);
+  const std::vector<float> h = test::logits(*half, input);
+  EXPECT_LT(test::rel_l2(h.data(), want.data(), want.size()), 5e-3);
+}
+
+TEST(Rewrites, TheB0CheckpointRewrittenComputesTheSame) {
+  Checkpoint ckpt(test::data_path("checkpoints/efficientnet_b0.tfhub-transplant"));
+  const ModelDefinition def = FamilyRegistry::instance().find_family("efficientnet_b0")->build(ckpt);
+  SafetensorsFile ref(test::data_path("reference/efficientnet_b0_timm_reference.safetensors"));
+  const Tensor in = ref.to_float("inputs");
+  const std::vector<float> want = test::logits(*test::engine(def, "cpu"), in);
+  auto fused = fusing_engine(def, false);
+  auto ops = op_counts(*fused);
+  EXPECT_EQ(ops["mlp"], 16);  // every squeeze-excite
+  EXPECT_EQ(ops["mul"], 0);
+  EXPECT_EQ(ops["add"], 0);
+  const std::vector<float> got = test::logits(*fused, in);
+  EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-3);
+  for (int n = 0; n < 8; ++n)
+    EXPECT_EQ(test::top_indices(got.data() + n * 1000, 1000, 1), test::top_indices(want.data() + n * 1000, 1000, 1));
+}
+
+}  // namespace
+}  // namespace kiln
