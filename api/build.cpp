@@ -5,6 +5,7 @@
 
 #include "backends/engine.h"
 #include "bundle/bundle.h"
+#include "bundle/format.h"
 #include "checkpoints/checkpoint.h"
 #include "checkpoints/source.h"
 #include "core/error.h"
@@ -102,7 +103,8 @@ Status build(const std::string& source, const std::string& output_path, const Bu
     KILN_CHECK(options.precision != "fp8" || !options.calib.empty(),
                "[build] --precision fp8 needs calibration images: --calib SRC");
     KILN_CHECK(!options.batch_sizes.empty(), "[build] no batch sizes given");
-    for (int b : options.batch_sizes) KILN_CHECK(b >= 1 && b <= 4096, "[build] batch size {} is out of range", b);
+    for (int b : options.batch_sizes)
+      KILN_CHECK(b >= 1 && b <= bundle::kMaxBatchSize, "[build] batch size {} is out of range", b);
     ResolvedSource src = resolve_source(source, options.revision);
     ModelDefinition def = define_model(src.dir);
     if (!options.labels_file.empty()) {

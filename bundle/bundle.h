@@ -50,7 +50,7 @@ class Bundle {
   const std::map<std::string, BundleTensor>& tensors() const { return tensors_; }
   const BundleTensor& tensor(const std::string& name) const;
   ConstantLookup constants() const;
-  std::string precision() const { return manifest_.value("precision", std::string("fp32")); }
+  std::string precision() const { return manifest_.at("precision"); }  // checked when the bundle was read
   // How an engine runs this bundle on `device`: fp16 math on a GPU for fp16 and fp8 bundles,
   // and the kernel choices saved at build time.
   EngineOptions engine_options(const std::string& device) const;
@@ -59,6 +59,7 @@ class Bundle {
 
  private:
   void parse();
+  void check_descriptive_fields() const;
 
   std::string name_;
   std::unique_ptr<MappedFile> file_;

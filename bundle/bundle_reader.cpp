@@ -83,7 +83,8 @@ void Bundle::parse() {
   const char* text = reinterpret_cast<const char*>(manifest_bytes.data());
   manifest_ = nlohmann::json::parse(text, text + m_size, nullptr, false);
   KILN_CHECK(!manifest_.is_discarded() && manifest_.is_object(), "[bundle] {}: manifest is not a JSON object", name_);
-  KILN_CHECK(manifest_.value("format", std::string()) == "kiln-bundle",
+  const auto format = manifest_.find("format");
+  KILN_CHECK(format != manifest_.end() && format->is_string() && *format == "kiln-bundle",
              "[bundle] {}: manifest format is not kiln-bundle", name_);
   try {
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
@@ -124,6 +125,7 @@ void Bundle::parse() {
                  "[bundle] {}: graph '{}': its inputs and outputs list disagrees with the graph", name_, gname);
       graphs_.emplace(gname, std::move(g));
     }
+    check_descriptive_fields();
     const auto& task = manifest_.at("task");
     KILN_CHECK(task.is_object() && task.at("type").is_string(), "[bundle] {}: the task section has no type", name_);
     main_graph_ = task.value("graph", graphs_.size() == 1 ? graphs_.begin()->first : std::string());
@@ -131,6 +133,38 @@ void Bundle::parse() {
                main_graph_);
   } catch (const nlohmann::json::exception& e) {
     fail("[bundle] {}: malformed manifest: {}", name_, e.what());
+  }
+}
+
+// The fields the API, the CLI and the engine read without further checks (provenance, precision,
+// batch sizes, saved kernel choices): present and of the type the writer gives them.
+void Bundle::check_descriptive_fields() const {
+  const auto require = [&](bool ok, const char* field) {
+    KILN_CHECK(ok, "[bundle] {}: manifest field '{}' is missing or of the wrong type", name_, field);
+  };
+  const auto& model = manifest_.at("model");
+  require(model.is_object(), "model");
+  for (const char* key : {"id", "revision", "family", "architecture"}) require(model.at(key).is_string(), key);
+  for (const char* key : {"kiln_version", "created", "precision"}) require(manifest_.at(key).is_string(), key);
+  const auto& precision = manifest_.at("precision");
+  KILN_CHECK(precision == "fp32" || precision == "fp16" || precision == "fp8", "[bundle] {}: unknown precision {}",
+             name_, precision.dump());
+  const auto& build = manifest_.at("build");
+  require(build.is_object() && build.at("batch_sizes").is_array(), "build.batch_sizes");
+  for (const auto& b : build.at("batch_sizes"))
+    require(b.is_number_integer() && b.get<int64_t>() >= 1 && b.get<int64_t>() <= bundle::kMaxBatchSize,
+            "build.batch_sizes");
+  // plans: {backend: {"device": str, "precision": str, "plans": {shape key: {node: variant}}}}
+  const auto& plans = manifest_.at("plans");
+  require(plans.is_object(), "plans");
+  for (const auto& backend : plans) {
+    require(backend.is_object() && backend.at("device").is_string() && backend.at("precision").is_string() &&
+                backend.at("plans").is_object(),
+            "plans");
+    for (const auto& choices : backend.at("plans")) {
+      require(choices.is_object(), "plans");
+      for (const auto& variant : choices) require(variant.is_string(), "plans");
+    }
   }
 }
 

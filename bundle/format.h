@@ -12,6 +12,7 @@ inline constexpr uint64_t kHeaderSize = 128;
 inline constexpr uint64_t kAlignment = 64;
 inline constexpr uint64_t kMaxManifestBytes = 64ull << 20;
 inline constexpr size_t kMaxGraphs = 64;
+inline constexpr int64_t kMaxBatchSize = 4096;  // the largest batch size a bundle is built for
 
 // Byte offsets of the header fields.
 inline constexpr int kOffVersion = 8;          // u32

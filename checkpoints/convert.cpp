@@ -6,48 +6,57 @@
 
 namespace kiln {
 
+Tensor permute(const Tensor& w, const std::vector<int>& perm) {
+  const size_t rank = w.shape.size();
+  std::vector<bool> seen(rank, false);
+  bool valid = perm.size() == rank;
+  for (size_t d = 0; valid && d < rank; ++d) {
+    valid = perm[d] >= 0 && static_cast<size_t>(perm[d]) < rank && !seen[perm[d]];
+    if (valid) seen[perm[d]] = true;
+  }
+  KILN_CHECK(valid, "[convert] not a permutation of the {} dims of {}", rank, shape_string(w.shape));
+  std::vector<int64_t> in_stride(rank, 1);
+  for (size_t d = rank; d-- > 1;) in_stride[d - 1] = in_stride[d] * w.shape[d];
+  std::vector<int64_t> shape(rank), step(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    shape[d] = w.shape[perm[d]];
+    step[d] = in_stride[perm[d]];
+  }
+  Tensor out(shape);
+  // Walk the output in order, moving the source offset like an odometer.
+  std::vector<int64_t> index(rank, 0);
+  int64_t from = 0;
+  for (int64_t n = 0; n < out.numel(); ++n) {
+    out.data[n] = w.data[from];
+    for (size_t d = rank; d-- > 0;) {
+      from += step[d];
+      if (++index[d] < shape[d]) break;
+      from -= step[d] * shape[d];
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
 Tensor oihw_to_ohwi(const Tensor& w) {
   KILN_CHECK(w.shape.size() == 4, "[convert] conv weight {} is not OIHW", shape_string(w.shape));
-  const int64_t o = w.dim(0), i = w.dim(1), kh = w.dim(2), kw = w.dim(3);
-  Tensor out({o, kh, kw, i});
-  for (int64_t a = 0; a < o; ++a)
-    for (int64_t b = 0; b < i; ++b)
-      for (int64_t y = 0; y < kh; ++y)
-        for (int64_t x = 0; x < kw; ++x)
-          out.data[((a * kh + y) * kw + x) * i + b] = w.data[((a * i + b) * kh + y) * kw + x];
-  return out;
+  return permute(w, {0, 2, 3, 1});
 }
 
 Tensor hwio_to_ohwi(const Tensor& w) {
   KILN_CHECK(w.shape.size() == 4, "[convert] conv weight {} is not HWIO", shape_string(w.shape));
-  const int64_t kh = w.dim(0), kw = w.dim(1), i = w.dim(2), o = w.dim(3);
-  Tensor out({o, kh, kw, i});
-  for (int64_t y = 0; y < kh; ++y)
-    for (int64_t x = 0; x < kw; ++x)
-      for (int64_t c = 0; c < i; ++c)
-        for (int64_t k = 0; k < o; ++k)
-          out.data[((k * kh + y) * kw + x) * i + c] = w.data[((y * kw + x) * i + c) * o + k];
-  return out;
+  return permute(w, {3, 0, 1, 2});
 }
 
 Tensor depthwise_hwc1_to_ohwi(const Tensor& w) {
   KILN_CHECK(w.shape.size() == 4 && w.dim(3) == 1, "[convert] depthwise weight {} is not [kh, kw, C, 1]",
              shape_string(w.shape));
-  const int64_t kh = w.dim(0), kw = w.dim(1), c = w.dim(2);
-  Tensor out({c, kh, kw, 1});
-  for (int64_t y = 0; y < kh; ++y)
-    for (int64_t x = 0; x < kw; ++x)
-      for (int64_t k = 0; k < c; ++k) out.data[(k * kh + y) * kw + x] = w.data[(y * kw + x) * c + k];
-  return out;
+  return permute(w, {2, 0, 1, 3});
 }
 
 Tensor transpose_2d(const Tensor& w) {
   KILN_CHECK(w.shape.size() == 2, "[convert] {} is not a matrix", shape_string(w.shape));
-  const int64_t a = w.dim(0), b = w.dim(1);
-  Tensor out({b, a});
-  for (int64_t i = 0; i < a; ++i)
-    for (int64_t j = 0; j < b; ++j) out.data[j * a + i] = w.data[i * b + j];
-  return out;
+  return permute(w, {1, 0});
 }
 
 Tensor fold_batch_norm(Tensor& weight, const Tensor& gamma, const Tensor& beta, const Tensor& mean, const Tensor& var,

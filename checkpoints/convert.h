@@ -2,10 +2,14 @@
 // changes into kiln's OHWI convolution weights, and batch norm folded into the layer before it.
 #pragma once
 
+#include <vector>
+
 #include "core/tensor.h"
 
 namespace kiln {
 
+// out.shape[d] = w.shape[perm[d]], elements moved to match.
+Tensor permute(const Tensor& w, const std::vector<int>& perm);
 Tensor oihw_to_ohwi(const Tensor& w);            // PyTorch conv weights
 Tensor hwio_to_ohwi(const Tensor& w);            // TensorFlow conv weights
 Tensor depthwise_hwc1_to_ohwi(const Tensor& w);  // TensorFlow depthwise [kh, kw, C, 1] -> [C, kh, kw, 1]

@@ -58,7 +58,7 @@ void Attrs::check(const std::vector<AttrSpec>& schema, const std::string& where)
 
 nlohmann::json Attrs::to_json() const {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, value] : values_) std::visit([&](const auto& v) { j[name] = v; }, value);
+  for (const auto& entry : values_) std::visit([&](const auto& v) { j[entry.first] = v; }, entry.second);
   return j;
 }
 

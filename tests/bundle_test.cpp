@@ -244,5 +244,47 @@ TEST(Bundle, RejectsInconsistentManifests) {
   EXPECT_NE(error_of(with_manifest(good, no_graph)).find("malformed"), std::string::npos);
 }
 
+// Fields read after loading (by the CLI, the API and the engine's saved plans) are checked when
+// the bundle is read, so that no later reader meets a wrong type.
+TEST(Bundle, RejectsMistypedDescriptiveFields) {
+  auto good = tiny_bundle_bytes();
+  const auto m = manifest_of(good);
+  auto error_with = [&](const std::function<void(nlohmann::json&)>& change) {
+    auto copy = m;
+    change(copy);
+    return error_of(with_manifest(good, copy));
+  };
+  EXPECT_NE(error_with([](auto& j) { j["format"] = nlohmann::json::object(); }).find("format is not kiln-bundle"),
+            std::string::npos);
+  EXPECT_NE(error_with([](auto& j) { j["precision"] = 16; }).find("'precision' is missing or of the wrong type"),
+            std::string::npos);
+  EXPECT_NE(error_with([](auto& j) { j["precision"] = "int4"; }).find("unknown precision \"int4\""), std::string::npos);
+  EXPECT_NE(error_with([](auto& j) { j["model"] = nlohmann::json::array(); }).find("'model'"), std::string::npos);
+  EXPECT_NE(error_with([](auto& j) { j["model"]["family"] = 3; }).find("'family'"), std::string::npos);
+  EXPECT_NE(error_with([](auto& j) { j.erase("created"); }).find("malformed manifest"), std::string::npos);
+  EXPECT_NE(error_with([](auto& j) {
+              j["build"]["batch_sizes"] = {1, 0};
+            }).find("'build.batch_sizes'"),
+            std::string::npos);
+  EXPECT_NE(error_with([](auto& j) {
+              j["build"]["batch_sizes"] = {1, 1 << 20};
+            }).find("'build.batch_sizes'"),
+            std::string::npos);
+  EXPECT_NE(error_with([](auto& j) {
+              j["plans"] = {{"cuda", {{"device", 7}, {"precision", "fp16"}, {"plans", nlohmann::json::object()}}}};
+            }).find("'plans'"),
+            std::string::npos);
+  EXPECT_NE(
+      error_with([](auto& j) {
+        j["plans"] = {{"cuda", {{"device", "GPU"}, {"precision", "fp16"}, {"plans", {{"batch=1", {{"conv", 2}}}}}}}};
+      }).find("'plans'"),
+      std::string::npos);
+  EXPECT_EQ(error_with([](auto& j) {
+              j["plans"] = {
+                  {"cuda", {{"device", "GPU"}, {"precision", "fp16"}, {"plans", {{"batch=1", {{"conv", "gemm"}}}}}}}};
+            }),
+            "");
+}
+
 }  // namespace
 }  // namespace kiln

@@ -34,7 +34,9 @@ TEST(E4M3, EveryCodeRoundTrips) {
     if (std::isnan(v)) continue;
     ++finite;
     EXPECT_EQ(round_to_e4m3(v), v) << b;
-    if (v != 0.0f || b == 0) EXPECT_EQ(encode_e4m3(v), b) << b;
+    if (v != 0.0f || b == 0) {
+      EXPECT_EQ(encode_e4m3(v), b) << b;
+    }
   }
   EXPECT_EQ(finite, 254);  // 0x7f and 0xff are NaN
   EXPECT_EQ(decode_e4m3(0x7e), 448.0f);

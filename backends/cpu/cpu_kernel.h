@@ -11,6 +11,8 @@
 #include <string>
 
 #include "backends/backend.h"
+#include "core/dtype.h"
+#include "core/error.h"
 
 namespace kiln {
 
@@ -34,6 +36,22 @@ class CpuKernelRegistry {
  private:
   std::map<std::string, CpuKernelFactory> factories_;
 };
+
+// Calls fn(T{}) with T the element type of a numeric value as a CPU kernel sees it (float types
+// arrive as f32, integers as they are); `what` names the node in the error for other types.
+template <typename Fn>
+void visit_numeric(DType t, const std::string& what, Fn&& fn) {
+  switch (t) {
+    case DType::F32:
+      return fn(float{});
+    case DType::I32:
+      return fn(int32_t{});
+    case DType::I64:
+      return fn(int64_t{});
+    default:
+      fail("{}: no CPU kernel for {}", what, dtype_name(t));
+  }
+}
 
 // A factory for kernels constructed from (graph, node, constants).
 template <typename K>

@@ -54,7 +54,7 @@ grep -h median "$OUT/kiln_bench.jsonl" | python3 -c '
 import json, sys
 for line in sys.stdin:
     j = json.loads(line); r = j["run"]
-    print(f"{j[\"kiln\"]:<28} batch {r[\"batch\"]:>4} {r[\"median_ms\"]:8.3f} ms")' | tail -40
+    print("%-28s batch %4d %8.3f ms" % (j["kiln"], r["batch"], r["median_ms"]))' | tail -40
 [ "${PARITY:-1}" = 1 ] || exit 0
 echo "== parity b0-b4"
 timeout 300 python3 bench/parity/timm_parity.py --kiln $K --work /tmp/parity 2>&1 | tee "$OUT/parity.jsonl"

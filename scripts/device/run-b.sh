@@ -18,8 +18,8 @@ evaluate() {  # evaluate BUNDLE REFERENCE
   line=$(timeout 280 $K eval "$1" --device cuda --data "$stage/val" --batch 64 --reference "$2" --json 2>>"$OUT/eval.err" | tail -1)
   echo "{\"bundle\": \"$(basename "$1")\", \"reference\": \"$(basename "$2")\", \"eval\": ${line:-null}}" | tee -a "$OUT/eval.jsonl"
 }
+evaluate "$stage/bundles/b0-fp16.bundle" "$stage/cpu_fp32_logits_f16.safetensors"
 for b in "$stage"/bundles/b0-fp8-*.bundle; do
-  evaluate "$b" "$stage/cpu_fp32_logits.safetensors"
   evaluate "$b" cpu
+  evaluate "$b" "$stage/cpu_fp32_logits_f16.safetensors"
 done
-evaluate "$stage/bundles/b0-fp16.bundle" "$stage/cpu_fp32_logits.safetensors"

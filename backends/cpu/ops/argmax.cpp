@@ -14,16 +14,7 @@ class ArgmaxKernel : public CpuKernel {
  public:
   ArgmaxKernel(const Graph& g, int node, const ConstantLookup&) : axis_(g.nodes()[node].attrs.get_int("axis")) {}
   void run(const KernelArgs& a, int) override {
-    switch (a.inputs[0].dtype) {
-      case DType::F32:
-        return typed<float>(a);
-      case DType::I32:
-        return typed<int32_t>(a);
-      case DType::I64:
-        return typed<int64_t>(a);
-      default:
-        fail("[argmax] {}: no CPU kernel for this type", a.node->name);
-    }
+    visit_numeric(a.inputs[0].dtype, "[argmax] " + a.node->name, [&](auto zero) { typed<decltype(zero)>(a); });
   }
 
  private:

@@ -34,16 +34,8 @@ class BinaryKernel : public CpuKernel {
   }
   void run(const KernelArgs& a, int) override {
     const TensorRef &x = a.inputs[0], &y = a.inputs[1], &out = a.outputs[0];
-    switch (out.dtype) {
-      case DType::F32:
-        return typed<float>(x, y, out);
-      case DType::I32:
-        return typed<int32_t>(x, y, out);
-      case DType::I64:
-        return typed<int64_t>(x, y, out);
-      default:
-        fail("[{}] no CPU kernel for {}", a.node->op, static_cast<int>(out.dtype));
-    }
+    visit_numeric(out.dtype, "[" + a.node->op + "] " + a.node->name,
+                  [&](auto zero) { typed<decltype(zero)>(x, y, out); });
   }
 
  private:

@@ -19,16 +19,7 @@ class ReduceKernel : public CpuKernel {
     axes_ = n.attrs.get_ints("axes");
   }
   void run(const KernelArgs& a, int) override {
-    switch (a.inputs[0].dtype) {
-      case DType::F32:
-        return typed<float>(a);
-      case DType::I32:
-        return typed<int32_t>(a);
-      case DType::I64:
-        return typed<int64_t>(a);
-      default:
-        fail("[reduce] {}: no CPU kernel for this type", a.node->name);
-    }
+    visit_numeric(a.inputs[0].dtype, "[reduce] " + a.node->name, [&](auto zero) { typed<decltype(zero)>(a); });
   }
 
  private:
