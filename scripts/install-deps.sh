@@ -4,6 +4,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev clang-format   # toolchain, libFuzzer, formatting
   nlohmann-json3-dev libcli11-dev libfmt-dev                    # manifest JSON, CLI, formatting
+  libtomlplusplus-dev                                           # family.toml and checkpoint manifests
   libjpeg62-turbo-dev libpng-dev libwebp-dev                    # image decoders
   libcurl4-openssl-dev libssl-dev libcpp-httplib-dev            # Hub downloads, sha256, test server
   libopenblas-dev libarchive-dev                                # CPU GEMMs, WebDataset shards
