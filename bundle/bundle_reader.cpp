@@ -8,6 +8,7 @@
 #include "core/checked_math.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/json_int.h"
 #include "core/sha256.h"
 
 namespace kiln {
@@ -96,9 +97,10 @@ void Bundle::parse() {
       const std::string dtype = t.at("dtype").get<std::string>();
       KILN_CHECK(parse_storage_name(dtype, &bt.dtype), "[bundle] {}: tensor '{}' has unsupported dtype {}", name_, name,
                  dtype);
-      bt.shape = t.at("shape").get<std::vector<int64_t>>();
-      KILN_CHECK(bt.shape.size() <= 8, "[bundle] {}: tensor '{}' has too many dimensions", name_, name);
-      uint64_t offset = t.at("offset").get<uint64_t>(), size = t.at("size").get<uint64_t>();
+      const std::string what = fmt::format("[bundle] {}: tensor '{}'", name_, name);
+      bt.shape = json_ints(t.at("shape"), 8, 0, INT64_MAX, what + ": shape");
+      const uint64_t offset = json_int(t.at("offset"), 0, INT64_MAX, what + ": offset"),
+                     size = json_int(t.at("size"), 0, INT64_MAX, what + ": size");
       KILN_CHECK(offset % kAlignment == 0, "[bundle] {}: tensor '{}' is not {}-byte aligned", name_, name, kAlignment);
       KILN_CHECK(checked_add(offset, size, "tensor range") <= d_size,
                  "[bundle] {}: tensor '{}' lies outside the data section", name_, name);

@@ -6,6 +6,7 @@
 #include "checkpoints/checkpoint.h"
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "core/json_int.h"
 #include "core/mapped_file.h"
 #include "core/sha256.h"
 
@@ -57,7 +58,7 @@ TfjsModel::TfjsModel(const std::string& dir) : dir_(dir) {
                    name);
         KILN_CHECK(dtype == "float32" || dtype == "int32", "[tfjs] weight '{}' has unsupported dtype {}", name, dtype);
         Tensor t;
-        t.shape = w.at("shape").get<std::vector<int64_t>>();
+        t.shape = json_ints(w.at("shape"), 8, 0, INT64_MAX, "[tfjs] weight '" + name + "': shape");
         uint64_t n = checked_numel(t.shape, "tfjs weight");
         uint64_t bytes = checked_mul(n, 4, "tfjs weight");
         KILN_CHECK(checked_add(offset, bytes, "tfjs offset") <= blob.size(),

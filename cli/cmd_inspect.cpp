@@ -4,6 +4,7 @@
 #include <map>
 
 #include "bundle/bundle.h"
+#include "bundle/format.h"
 #include "cli/commands.h"
 #include "core/checked_math.h"
 #include "core/dtype.h"
@@ -66,7 +67,7 @@ Command add_inspect(CLI::App& app) {
     const auto& model = m.at("model");
     const auto& task = m.at("task");
     fmt::print("bundle       {} ({:.1f} MiB, format v{}, kiln {})\n", args->bundle, b->file_size() / 1048576.0,
-               m.value("format_version", 0), m.value("kiln_version", ""));
+               bundle::kFormatVersion, m.value("kiln_version", ""));  // the reader accepts this version only
     fmt::print("model        {} @ {}\n", model.value("id", ""),
                model.value("revision", "") == "" ? "local" : model.value("revision", ""));
     fmt::print("architecture {} (family {})\n", model.value("architecture", ""), model.value("family", ""));

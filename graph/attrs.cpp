@@ -1,6 +1,9 @@
 #include "graph/attrs.h"
 
+#include <cstdint>
+
 #include "core/error.h"
+#include "core/json_int.h"
 
 namespace kiln {
 
@@ -73,8 +76,7 @@ Attrs Attrs::from_json(const nlohmann::json& j, const std::vector<AttrSpec>& sch
     try {
       switch (spec->type) {
         case AttrType::Int:
-          KILN_CHECK(value.is_number_integer(), "[{}] attribute '{}' must be an int", where, name);
-          a.set(name, value.get<int64_t>());
+          a.set(name, json_int(value, INT64_MIN, INT64_MAX, fmt::format("[{}] attribute '{}'", where, name)));
           break;
         case AttrType::Float:
           KILN_CHECK(value.is_number(), "[{}] attribute '{}' must be a number", where, name);
@@ -84,11 +86,7 @@ Attrs Attrs::from_json(const nlohmann::json& j, const std::vector<AttrSpec>& sch
           a.set(name, value.get<std::string>());
           break;
         case AttrType::Ints:
-          KILN_CHECK(value.is_array() && value.size() <= 64, "[{}] attribute '{}' must be a short int list", where,
-                     name);
-          for (const auto& e : value)
-            KILN_CHECK(e.is_number_integer(), "[{}] attribute '{}' must hold ints", where, name);
-          a.set(name, value.get<std::vector<int64_t>>());
+          a.set(name, json_ints(value, 64, INT64_MIN, INT64_MAX, fmt::format("[{}] attribute '{}'", where, name)));
           break;
         case AttrType::Floats:
           KILN_CHECK(value.is_array() && value.size() <= 65536, "[{}] attribute '{}' must be a float list", where,

@@ -7,6 +7,7 @@
 #include "core/checked_math.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/json_int.h"
 
 namespace kiln {
 
@@ -53,9 +54,7 @@ ShapeSpec parse_shape(const nlohmann::json& j, const std::string& what) {
       KILN_CHECK(is_identifier(sym), "[graph] {}: '{}' is not a symbol name", what, sym);
       s.push_back({0, sym});
     } else {
-      KILN_CHECK(d.is_number_integer() && d.get<int64_t>() >= 0 && d.get<int64_t>() <= kMaxDim,
-                 "[graph] {}: bad dim {}", what, d.dump());
-      s.push_back({d.get<int64_t>(), {}});
+      s.push_back({json_int(d, 0, kMaxDim, fmt::format("[graph] {}: a dim", what)), {}});
     }
   }
   return s;
@@ -281,9 +280,10 @@ Graph Graph::from_json(const nlohmann::json& j, const ConstantInfoFn& constants)
     const nlohmann::json symbols = j.value("symbols", nlohmann::json::object());  // items() needs a named object
     for (auto& [name, s] : symbols.items()) {
       KILN_CHECK(is_identifier(name), "[graph] '{}' is not a symbol name", name);
-      SymbolSpec spec{s.at("example").get<int64_t>(), s.at("max").get<int64_t>()};
-      KILN_CHECK(spec.example >= 1 && spec.example <= spec.max && spec.max <= kMaxDim,
-                 "[graph] symbol '{}' has a bad example or max", name);
+      const std::string what = fmt::format("[graph] symbol '{}'", name);
+      SymbolSpec spec{json_int(s.at("example"), 1, kMaxDim, what + ": example"),
+                      json_int(s.at("max"), 1, kMaxDim, what + ": max")};
+      KILN_CHECK(spec.example <= spec.max, "{}: example {} is over max {}", what, spec.example, spec.max);
       g.symbols_[name] = spec;
     }
     const auto& vals = j.at("values");
@@ -324,17 +324,20 @@ Graph Graph::from_json(const nlohmann::json& j, const ConstantInfoFn& constants)
       KILN_CHECK(n.name.size() <= 1024 && n.op.size() <= 64, "[graph] a node name is too long");
       const OpDef* def = OpRegistry::instance().find(n.op);
       KILN_CHECK(def, "[graph] {}: unknown op '{}'", n.name, n.op);
-      const auto& ins = jn.at("inputs");
-      const auto& outs = jn.at("outputs");
-      KILN_CHECK(ins.is_array() && ins.size() <= kMaxNodeArity && outs.is_array() && outs.size() <= kMaxNodeArity,
-                 "[graph] {}: bad input or output list", n.name);
-      n.inputs = ins.get<std::vector<int>>();
-      n.outputs = outs.get<std::vector<int>>();
+      // Value ids; -1 marks an absent optional input.
+      const int64_t last = static_cast<int64_t>(kMaxValues) - 1;
+      for (int64_t id : json_ints(jn.at("inputs"), kMaxNodeArity, -1, last, "[graph] " + n.name + ": inputs"))
+        n.inputs.push_back(static_cast<int>(id));
+      for (int64_t id : json_ints(jn.at("outputs"), kMaxNodeArity, 0, last, "[graph] " + n.name + ": outputs"))
+        n.outputs.push_back(static_cast<int>(id));
       n.attrs = Attrs::from_json(jn.value("attrs", nlohmann::json::object()), def->attributes(), n.op + "] " + n.name);
       n.group = jn.value("group", std::string());
       g.nodes_.push_back(std::move(n));
     }
-    for (const auto& jo : j.at("outputs")) g.outputs_.push_back({jo.at("name").get<std::string>(), jo.at("value")});
+    for (const auto& jo : j.at("outputs"))
+      g.outputs_.push_back({jo.at("name").get<std::string>(),
+                            static_cast<int>(json_int(jo.at("value"), 0, static_cast<int64_t>(kMaxValues) - 1,
+                                                      "[graph] an output's value"))});
   } catch (const nlohmann::json::exception& e) {
     fail("[graph] malformed graph: {}", e.what());
   }

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json_int.h"
 #include "graph/ops/conv2d.h"
 
 namespace kiln {
@@ -35,7 +36,9 @@ QuantRecipe parse_recipe(const nlohmann::json& j, const std::string& where) {
       rule.kind = l.at("kind").get<std::string>();
       KILN_CHECK(rule.kind == "pointwise" || rule.kind == "depthwise" || rule.kind == "conv",
                  "[recipe] {}: layer kind '{}' is not pointwise, depthwise or conv", where, rule.kind);
-      rule.min_spatial = l.value("min_spatial", 1);
+      if (l.contains("min_spatial"))
+        rule.min_spatial =
+            static_cast<int>(json_int(l["min_spatial"], 1, 1 << 20, "[recipe] " + where + " min_spatial"));
       rule.channels = l.value("channels", std::string("any"));
       KILN_CHECK(rule.channels == "any" || rule.channels == "expand" || rule.channels == "reduce",
                  "[recipe] {}: channels '{}' is not any, expand or reduce", where, rule.channels);

@@ -236,6 +236,27 @@ TEST(Bundle, RejectsInconsistentManifests) {
   EXPECT_NE(edit([](auto& g) { g["values"][1]["dtype"] = "i64"; }).find("recorded as i64"), std::string::npos);
   EXPECT_NE(edit([](auto& g) { g["nodes"][2]["outputs"] = g["nodes"][1]["outputs"]; }).find("not a fresh"),
             std::string::npos);
+  // Numbers that are not integers, or do not fit, where integers are read (a float far out of
+  // range once reached a plain cast).
+  const std::string not_integer = "must be an integer";
+  EXPECT_NE(edit([](auto& g) { g["nodes"][1]["inputs"][0] = 1.048e79; }).find(not_integer), std::string::npos);
+  EXPECT_NE(edit([](auto& g) { g["nodes"][1]["outputs"][0] = 4294967297ull; }).find(not_integer), std::string::npos);
+  EXPECT_NE(edit([](auto& g) { g["nodes"][1]["attrs"]["groups"] = 1.5; }).find(not_integer), std::string::npos);
+  EXPECT_NE(edit([](auto& g) {
+              g["nodes"][1]["attrs"]["stride"] = {1, 18446744073709551615ull};
+            }).find(not_integer),
+            std::string::npos);
+  EXPECT_NE(edit([](auto& g) {
+              g["symbols"]["batch"] = {{"example", 1e300}, {"max", 8}};
+            }).find(not_integer),
+            std::string::npos);
+  EXPECT_NE(edit([](auto& g) { g["outputs"][0]["value"] = -3; }).find(not_integer), std::string::npos);
+  auto float_shape = m;
+  float_shape["tensors"][0]["shape"] = {2.5};
+  EXPECT_NE(error_of(with_manifest(good, float_shape)).find("shape must be an integer"), std::string::npos);
+  auto float_offset = m;
+  float_offset["tensors"][0]["offset"] = 1e300;
+  EXPECT_NE(error_of(with_manifest(good, float_offset)).find("offset must be an integer"), std::string::npos);
   auto lying = m;
   lying["graphs"]["main"]["interface"]["inputs"][0]["dtype"] = "f16";
   EXPECT_NE(error_of(with_manifest(good, lying)).find("disagrees with the graph"), std::string::npos);

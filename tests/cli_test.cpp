@@ -133,6 +133,14 @@ TEST(Cli, BadCheckpoints) {
   fs::copy_file(transplant() + "/model.safetensors", base + "unknown/model.safetensors",
                 fs::copy_options::overwrite_existing);
   expect_clean_failure("build " + base + "unknown -o " + base + "x.bundle", "unknown architecture 'resnet50'");
+  // A preprocessing size that is not an integer.
+  fs::create_directories(base + "float-size");
+  config = nlohmann::json::parse(read_bytes(transplant() + "/config.json"));
+  config["pretrained_cfg"]["input_size"] = {3, 1e300, 224};
+  write_bytes(base + "float-size/config.json", config.dump());
+  fs::copy_file(transplant() + "/model.safetensors", base + "float-size/model.safetensors",
+                fs::copy_options::overwrite_existing);
+  expect_clean_failure("build " + base + "float-size -o " + base + "x.bundle", "input_size must be an integer");
   // A missing tensor.
   fs::create_directories(base + "missing");
   fs::copy_file(transplant() + "/config.json", base + "missing/config.json", fs::copy_options::overwrite_existing);

@@ -53,6 +53,9 @@ TEST(Recipe, ParsesAndRejectsBadInput) {
   r["format"] = "e5m2";
   EXPECT_NE(recipe_error(r).find("e4m3"), std::string::npos);
   r = seed_recipe();
+  r["layers"][0]["min_spatial"] = 1e300;
+  EXPECT_NE(recipe_error(r).find("min_spatial must be an integer"), std::string::npos);
+  r = seed_recipe();
   r.erase("name");
   EXPECT_NE(recipe_error(r).find("name"), std::string::npos);
   EXPECT_NE(recipe_error(nlohmann::json::array()).find("object"), std::string::npos);

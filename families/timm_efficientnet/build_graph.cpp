@@ -1,6 +1,7 @@
 #include "families/timm_efficientnet/build_graph.h"
 
 #include "core/error.h"
+#include "core/json_int.h"
 #include "graph/builder.h"
 
 namespace kiln::timm_efficientnet {
@@ -105,6 +106,10 @@ nlohmann::json preprocess_config(const ArchSpec& arch, const nlohmann::json& cfg
   if (cfg.is_object())
     for (const char* key : {"input_size", "interpolation", "crop_pct", "crop_mode", "mean", "std"})
       if (cfg.contains(key) && !cfg[key].is_null()) p[key] = cfg[key];
+  // The graph is built for this size, so it is checked here, not only when a bundle is read.
+  const auto size = json_ints(p["input_size"], 3, 1, 4096, "[timm_efficientnet] pretrained_cfg.input_size");
+  KILN_CHECK(size.size() == 3 && size[0] == 3,
+             "[timm_efficientnet] pretrained_cfg.input_size must be [3, H, W], not {}", p["input_size"].dump());
   return p;
 }
 

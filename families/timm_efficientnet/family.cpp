@@ -2,6 +2,7 @@
 // Hugging Face layout checkpoint (timm's state-dict names), folding batch norm into the convs.
 #include "checkpoints/convert.h"
 #include "core/error.h"
+#include "core/json_int.h"
 #include "families/timm_efficientnet/arch.h"
 #include "families/timm_efficientnet/build_graph.h"
 #include "families/timm_efficientnet/tfjs_import.h"
@@ -60,7 +61,10 @@ class TimmEfficientNet : public Family {
     std::string arch_name = cfg.value("architecture", std::string());
     auto arch = make_arch(arch_name);
     KILN_CHECK(arch.has_value(), "[timm_efficientnet] unsupported architecture '{}'", arch_name);
-    int num_classes = cfg.value("num_classes", 0);
+    int num_classes =
+        cfg.contains("num_classes")
+            ? static_cast<int>(json_int(cfg["num_classes"], 0, 1 << 20, "[timm_efficientnet] num_classes"))
+            : 0;
     if (num_classes == 0 && ckpt.has("classifier.weight"))
       num_classes = static_cast<int>(ckpt.shape("classifier.weight")[0]);
 

@@ -4,18 +4,19 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/json_int.h"
 
 namespace kiln::classification {
 
 PreprocessConfig PreprocessConfig::from_json(const nlohmann::json& j) {
   PreprocessConfig c;
   try {
-    auto size = j.at("input_size").get<std::vector<int>>();
+    const auto size = json_ints(j.at("input_size"), 3, 0, 4096, "[preprocess] input_size");
     KILN_CHECK(size.size() == 3 && size[0] == 3 && size[1] > 0 && size[2] > 0 && size[1] <= 4096 && size[2] <= 4096,
                "[preprocess] input_size must be [3, H, W]");
-    c.channels = size[0];
-    c.height = size[1];
-    c.width = size[2];
+    c.channels = static_cast<int>(size[0]);
+    c.height = static_cast<int>(size[1]);
+    c.width = static_cast<int>(size[2]);
     c.filter = parse_resample_filter(j.value("interpolation", std::string("bicubic")));
     c.crop_pct = j.value("crop_pct", 0.875);
     KILN_CHECK(c.crop_pct > 0.05 && c.crop_pct <= 4.0, "[preprocess] crop_pct {} is out of range", c.crop_pct);
