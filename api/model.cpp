@@ -110,4 +110,6 @@ Status Model::run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>
 
 void Model::reset_states() { impl_->states->reset(); }
 
+std::string Model::task_settings_json() const { return impl_->bundle->manifest().at("task").dump(); }
+
 }  // namespace kiln

@@ -402,10 +402,16 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
     }
   } else if (primary().is_accelerator()) {
     // Realistic values in every buffer first, then each variant of each kernel timed in place.
-    fill_inputs(plan);
-    execute(plan);
+    // A graph with states (a KV cache) is not run on made-up inputs: that would write into
+    // the caches of sequences being generated; its kernels are timed on the buffers as they are.
+    const bool stateful = !exec.states().empty();
+    if (!stateful) {
+      fill_inputs(plan);
+      execute(plan);
+    }
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (!kernels[i] || kernels[i]->variants() < 2 || node_backend[i] != 0) continue;
+      if (stateful && nodes[i].def().in_place()) continue;
       double best = 1e30;
       for (int v = 0; v < kernels[i]->variants(); ++v) {
         if (!runs(i, v)) continue;
@@ -447,17 +453,14 @@ void Engine::Impl::execute(Plan& plan) {
   for (size_t i = 0; i < exec.nodes().size(); ++i) run_node(plan, static_cast<int>(i));
 }
 
-// Made-up input values for timing: floats from fill_benchmark_input, integers 0 and 1
-// alternating (valid token ids, positions and lengths).
+// Made-up input values for timing: floats from fill_benchmark_input, integers 0 (a valid
+// token id, position, length and row index, whatever the table's size).
 void Engine::Impl::fill_inputs(Plan& plan) {
   for (int v : exec.inputs()) {
     const Value& val = exec.values()[v];
     const int64_t n = numel(plan.shapes[v]);
     std::vector<float> f(static_cast<size_t>(n));
-    if (is_float(val.dtype))
-      fill_benchmark_input(f);
-    else
-      for (int64_t i = 0; i < n; ++i) f[i] = static_cast<float>(i % 2);
+    if (is_float(val.dtype)) fill_benchmark_input(f);
     std::vector<uint8_t> bytes(value_bytes(val.dtype, plan.shapes[v]));
     convert_from_f32(val.dtype, f.data(), bytes.data(), n);
     backends[value_backend[v]]->upload(plan.ptr[v], bytes.data(), bytes.size());

@@ -4,11 +4,73 @@
 #include <fstream>
 #include <sstream>
 
+#include "checkpoints/torch_pickle.h"
 #include "core/error.h"
 
 namespace kiln {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+class SafetensorsTensors : public TensorFile {
+ public:
+  explicit SafetensorsTensors(const std::string& path) : f_(path) {}
+  std::vector<std::string> names() const override {
+    std::vector<std::string> out;
+    for (const auto& [name, info] : f_.tensors()) out.push_back(name);
+    return out;
+  }
+  std::vector<int64_t> shape(const std::string& name) const override { return f_.info(name).shape; }
+  Tensor to_float(const std::string& name) const override { return f_.to_float(name); }
+
+ private:
+  SafetensorsFile f_;
+};
+
+class TorchTensors : public TensorFile {
+ public:
+  explicit TorchTensors(const std::string& path) : f_(path) {}
+  std::vector<std::string> names() const override {
+    std::vector<std::string> out;
+    for (const auto& [name, info] : f_.tensors()) out.push_back(name);
+    return out;
+  }
+  std::vector<int64_t> shape(const std::string& name) const override { return f_.info(name).shape; }
+  Tensor to_float(const std::string& name) const override { return f_.to_float(name); }
+
+ private:
+  TorchCheckpointFile f_;
+};
+
+std::unique_ptr<TensorFile> open_safetensors(const std::string& path) {
+  return std::make_unique<SafetensorsTensors>(path);
+}
+std::unique_ptr<TensorFile> open_torch(const std::string& path) { return std::make_unique<TorchTensors>(path); }
+
+// The weight files of one format: the single file, else the shards its index lists; none
+// when neither exists.
+std::vector<std::string> shards(const std::string& dir, const char* single, const char* index_name) {
+  if (fs::exists(fs::path(dir) / single)) return {single};
+  const fs::path index = fs::path(dir) / index_name;
+  if (!fs::exists(index)) return {};
+  auto j = read_json_file(index.string(), "checkpoint");
+  KILN_CHECK(j.is_object() && j.contains("weight_map") && j["weight_map"].is_object(),
+             "[checkpoint] {} has no weight_map", index.string());
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (auto& [tensor, file] : j["weight_map"].items()) {
+    KILN_CHECK(file.is_string(), "[checkpoint] {}: weight_map entry '{}' is not a file name", index.string(), tensor);
+    std::string f = file.get<std::string>();
+    KILN_CHECK(f.find('/') == std::string::npos && f != ".." && !f.empty(),
+               "[checkpoint] {}: shard name '{}' is not a plain file name", index.string(), f);
+    if (seen.insert(f).second) out.push_back(f);
+  }
+  KILN_CHECK(!out.empty(), "[checkpoint] {} lists no shards", index.string());
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json read_json_file(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
@@ -27,36 +89,30 @@ Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
   config_ = read_json_file(config.string(), "checkpoint");
   KILN_CHECK(config_.is_object(), "[checkpoint] {} is not a JSON object", config.string());
 
-  std::vector<std::string> shard_names;
-  fs::path single = fs::path(dir) / "model.safetensors";
-  fs::path index = fs::path(dir) / "model.safetensors.index.json";
-  if (fs::exists(single)) {
-    shard_names.push_back("model.safetensors");
-  } else if (fs::exists(index)) {
-    auto j = read_json_file(index.string(), "checkpoint");
-    KILN_CHECK(j.contains("weight_map") && j["weight_map"].is_object(), "[checkpoint] {} has no weight_map",
-               index.string());
-    std::set<std::string> seen;
-    for (auto& [tensor, file] : j["weight_map"].items()) {
-      KILN_CHECK(file.is_string(), "[checkpoint] {}: weight_map entry '{}' is not a file name", index.string(), tensor);
-      std::string f = file.get<std::string>();
-      KILN_CHECK(f.find('/') == std::string::npos && f != ".." && !f.empty(),
-                 "[checkpoint] {}: shard name '{}' is not a plain file name", index.string(), f);
-      if (seen.insert(f).second) shard_names.push_back(f);
+  // safetensors first (as transformers prefers it), then torch.save files.
+  struct Format {
+    const char* single;
+    const char* index;
+    std::unique_ptr<TensorFile> (*open)(const std::string&);
+  };
+  const Format formats[] = {{"model.safetensors", "model.safetensors.index.json", open_safetensors},
+                            {"pytorch_model.bin", "pytorch_model.bin.index.json", open_torch}};
+  for (const Format& f : formats) {
+    std::vector<std::string> shard_names = shards(dir, f.single, f.index);
+    if (shard_names.empty()) continue;
+    for (const auto& name : shard_names) {
+      files_.push_back(f.open((fs::path(dir) / name).string()));
+      for (const auto& tensor : files_.back()->names()) {
+        KILN_CHECK(!owner_.count(tensor), "[checkpoint] tensor '{}' appears in two shards", tensor);
+        owner_[tensor] = files_.size() - 1;
+      }
     }
-  } else {
-    fail("[checkpoint] {} has neither model.safetensors nor model.safetensors.index.json", dir);
+    return;
   }
-  for (const auto& name : shard_names) {
-    files_.push_back(std::make_unique<SafetensorsFile>((fs::path(dir) / name).string()));
-    for (const auto& [tensor, info] : files_.back()->tensors()) {
-      KILN_CHECK(!owner_.count(tensor), "[checkpoint] tensor '{}' appears in two shards", tensor);
-      owner_[tensor] = files_.size() - 1;
-    }
-  }
+  fail("[checkpoint] {} has no weights (model.safetensors, pytorch_model.bin, or a sharded index of either)", dir);
 }
 
-const SafetensorsFile& Checkpoint::file_for(const std::string& name) const {
+const TensorFile& Checkpoint::file_for(const std::string& name) const {
   auto it = owner_.find(name);
   KILN_CHECK(it != owner_.end(), "[checkpoint] {}: missing tensor '{}'", dir_, name);
   return *files_[it->second];
@@ -64,7 +120,7 @@ const SafetensorsFile& Checkpoint::file_for(const std::string& name) const {
 
 bool Checkpoint::has(const std::string& name) const { return owner_.count(name) != 0; }
 
-std::vector<int64_t> Checkpoint::shape(const std::string& name) const { return file_for(name).info(name).shape; }
+std::vector<int64_t> Checkpoint::shape(const std::string& name) const { return file_for(name).shape(name); }
 
 Tensor Checkpoint::load(const std::string& name) {
   Tensor t = file_for(name).to_float(name);

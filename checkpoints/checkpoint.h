@@ -1,5 +1,7 @@
-// A checkpoint on disk in Hugging Face layout: config.json plus model.safetensors, or shards
-// listed in model.safetensors.index.json. Families read tensors by name through this.
+// A checkpoint on disk in Hugging Face layout: config.json plus model.safetensors (or shards
+// listed in model.safetensors.index.json), or else PyTorch's pytorch_model.bin (or shards
+// listed in pytorch_model.bin.index.json), read by a restricted unpickler. Families read
+// tensors by name through this.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,6 +14,15 @@
 #include "checkpoints/safetensors.h"
 
 namespace kiln {
+
+// One weights file: safetensors or torch.save.
+class TensorFile {
+ public:
+  virtual ~TensorFile() = default;
+  virtual std::vector<std::string> names() const = 0;
+  virtual std::vector<int64_t> shape(const std::string& name) const = 0;
+  virtual Tensor to_float(const std::string& name) const = 0;
+};
 
 class Checkpoint {
  public:
@@ -30,11 +41,11 @@ class Checkpoint {
   void ignore(const std::string& name) { used_.insert(name); }
 
  private:
-  const SafetensorsFile& file_for(const std::string& name) const;
+  const TensorFile& file_for(const std::string& name) const;
 
   std::string dir_;
   nlohmann::json config_;
-  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::vector<std::unique_ptr<TensorFile>> files_;
   std::map<std::string, size_t> owner_;  // tensor name -> index in files_
   std::set<std::string> used_;
 };

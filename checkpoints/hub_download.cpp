@@ -272,12 +272,25 @@ std::string fetch_snapshot(const std::string& repo_id, const std::string& rev, c
   try {
     HubFetcher f(o, repo_id, revision);
     KILN_CHECK(f.fetch("config.json"), "[hub] {}@{}: no config.json; is this a model repository?", repo_id, revision);
-    if (!f.fetch("model.safetensors")) {
-      KILN_CHECK(f.fetch("model.safetensors.index.json"), "[hub] {}@{} has no safetensors weights", repo_id, revision);
+    // Settings and tokenizer files the families read, where the repository has them.
+    for (const char* optional : {"generation_config.json", "tokenizer_config.json", "vocab.json", "merges.txt",
+                                 "source.spm", "target.spm", "target_vocab.json"})
+      f.fetch(optional);
+    // Weights: safetensors as transformers prefers them, else torch.save files; whole or sharded.
+    bool found = false;
+    for (const auto& [single, index_name] : {std::pair{"model.safetensors", "model.safetensors.index.json"},
+                                             std::pair{"pytorch_model.bin", "pytorch_model.bin.index.json"}}) {
+      if (found || f.fetch(single)) {
+        found = true;
+        continue;
+      }
+      if (!f.fetch(index_name)) continue;
+      found = true;
       std::string snap = f.finish();
-      auto index = read_json_file(snap + "/model.safetensors.index.json", "hub");
+      auto index = read_json_file(snap + "/" + index_name, "hub");
       std::set<std::string> shards;
-      const nlohmann::json weight_map = index.value("weight_map", nlohmann::json::object());
+      const nlohmann::json weight_map =
+          index.is_object() ? index.value("weight_map", nlohmann::json::object()) : nlohmann::json::object();
       for (auto& [tensor, file] : weight_map.items())
         if (file.is_string()) shards.insert(file.get<std::string>());
       for (const auto& s : shards) {
@@ -285,6 +298,7 @@ std::string fetch_snapshot(const std::string& repo_id, const std::string& rev, c
         KILN_CHECK(f.fetch(s), "[hub] {}: shard {} listed in the index is missing", repo_id, s);
       }
     }
+    KILN_CHECK(found, "[hub] {}@{} has no weights (safetensors or pytorch_model.bin)", repo_id, revision);
     return f.finish();
   } catch (const Error& e) {
     // As huggingface_hub does: if the Hub cannot be reached, a cached snapshot still serves.

@@ -1,19 +1,101 @@
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
 #include "cli/commands.h"
 #include "tasks/classification/evaluate.h"
+#include "tasks/text/text_metrics.h"
 
 namespace kiln::cli {
 
+namespace {
+
+struct TextEvalArgs {
+  std::string source, target;
+  size_t limit = 0;
+  std::optional<int> beams;
+  std::optional<int64_t> max_new_tokens, min_new_tokens;
+  size_t warmup = 0;
+};
+
+// A translation or summarization bundle's outputs for the source lines, scored against the
+// target lines with sacreBLEU's default BLEU and chrF.
+int eval_text(const std::string& bundle, const TextEvalArgs& a, const std::string& device, int batch, bool json) {
+  std::vector<std::string> sources = read_lines(a.source), targets = read_lines(a.target);
+  if (sources.size() != targets.size())
+    throw std::runtime_error(
+        fmt::format("[eval] {} has {} lines but {} has {}", a.source, sources.size(), a.target, targets.size()));
+  if (a.limit && a.limit < sources.size()) {
+    sources.resize(a.limit);
+    targets.resize(a.limit);
+  }
+  std::unique_ptr<TextGenerator> t;
+  Status s = TextGenerator::load(bundle, &t, device);
+  if (!s.ok()) throw std::runtime_error(s.message());
+  GenerationOptions o;
+  o.num_beams = a.beams;
+  o.max_new_tokens = a.max_new_tokens;
+  o.min_new_tokens = a.min_new_tokens;
+  o.batch = batch;
+  // Untimed: the first lines once, so that the timing leaves out planning each shape.
+  if (a.warmup) {
+    const std::vector<std::string> first(sources.begin(), sources.begin() + std::min(a.warmup, sources.size()));
+    std::vector<GeneratedText> ignored;
+    s = t->generate(first, o, &ignored);
+    if (!s.ok()) throw std::runtime_error(s.message());
+  }
+  std::vector<std::string> hyps(sources.size());
+  int64_t tokens = 0;
+  const auto start = std::chrono::steady_clock::now();
+  generate_lines(*t, sources, o, [&](size_t i, const GeneratedText& r) {
+    hyps[i] = r.text;
+    if (!r.ids.empty()) tokens += static_cast<int64_t>(r.ids.size()) - 1;
+  });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const BleuScore bleu = corpus_bleu(hyps, targets);
+  const ChrfScore chrf = corpus_chrf(hyps, targets);
+  if (json) {
+    fmt::print("{}\n", nlohmann::json{{"lines", sources.size()},
+                                      {"device", t->info().device},
+                                      {"seconds", seconds},
+                                      {"generated_tokens", tokens},
+                                      {"tokens_per_s", tokens / seconds},
+                                      {"bleu", bleu.score},
+                                      {"bleu_signature", bleu.signature},
+                                      {"chrf", chrf.score},
+                                      {"chrf_signature", chrf.signature}}
+                           .dump());
+    return 0;
+  }
+  fmt::print("{} lines on {} in {:.1f} s, {:.0f} generated tokens/s\n", sources.size(), t->info().device, seconds,
+             tokens / seconds);
+  fmt::print("BLEU {:.2f}  ({})\nchrF {:.2f}  ({})\n", bleu.score, bleu.signature, chrf.score, chrf.signature);
+  return 0;
+}
+
+}  // namespace
+
 Command add_eval(CLI::App& app) {
-  auto* cmd = app.add_subcommand("eval", "Accuracy of a bundle on labelled images, and agreement with a reference");
+  auto* cmd = app.add_subcommand(
+      "eval",
+      "Accuracy of a bundle on labelled images (and agreement with a reference), or BLEU/chrF of a text bundle");
   auto o = std::make_shared<classification::EvalOptions>();
   auto json = std::make_shared<bool>(false);
   auto bundle = std::make_shared<std::string>();
   cmd->add_option("bundle", *bundle, "Bundle file")->required();
+  auto text = std::make_shared<TextEvalArgs>();
   cmd->add_option("--data", o->data,
-                  "WebDataset shards (file, folder, glob), a folder with labels.tsv, or an ImageFolder")
-      ->required();
+                  "Images: WebDataset shards (file, folder, glob), a folder with labels.tsv, or an ImageFolder");
+  cmd->add_option("--source", text->source, "Text: source sentences, one a line");
+  cmd->add_option("--target", text->target, "Text: reference translations or summaries, one a line");
+  cmd->add_option("--beams", text->beams, "Text: beam size (default: the bundle's)")->check(CLI::Range(1, 64));
+  cmd->add_option("--max-new-tokens", text->max_new_tokens, "Text: most tokens per output")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--warmup", text->warmup, "Text: generate the first N lines once before timing");
+  cmd->add_option("--min-new-tokens", text->min_new_tokens, "Text: no end of sequence before this many tokens")
+      ->check(CLI::Range(0, 1 << 16));
   cmd->add_option("--limit", o->limit, "Evaluate only the first N images");
   cmd->add_option("--reference", o->reference,
                   "cpu (this bundle on the CPU), another .bundle (run on the CPU), or logits saved by --save-logits");
@@ -21,7 +103,14 @@ Command add_eval(CLI::App& app) {
   cmd->add_option("--device", o->device, "cpu, cuda, or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_option("--batch", o->batch, "Images per engine call")->check(CLI::Range(1, 4096));
   cmd->add_flag("--json", *json, "Print one JSON object as the last line of stdout");
-  return [o, json, bundle] {
+  return [o, json, bundle, text] {
+    if (!text->source.empty() || !text->target.empty()) {
+      if (text->source.empty() || text->target.empty() || !o->data.empty())
+        throw std::runtime_error("[eval] text evaluation takes --source and --target (and no --data)");
+      text->limit = o->limit;
+      return eval_text(*bundle, *text, o->device, o->batch, *json);
+    }
+    if (o->data.empty()) throw std::runtime_error("[eval] give --data (images) or --source and --target (text)");
     auto r = classification::evaluate(*bundle, *o);
     if (*json) {
       fmt::print("{}\n", r.to_json().dump());

@@ -86,7 +86,7 @@ int head_dim_of(const Tensor& q_w, int heads) {
 }  // namespace
 
 int GraphBuilder::attention(int x, int memory, const std::string& name, AttentionWeights w, int heads, int mask,
-                            bool causal, int residual, const std::string& group) {
+                            bool causal, int residual, const std::string& group, int kv_length) {
   const int dh = head_dim_of(w.q_w, heads);
   const int q = split_heads(linear(x, name + ".q_proj", std::move(w.q_w), std::move(w.q_b), Activation::None, group),
                             name + ".q", heads, dh, group);
@@ -96,7 +96,7 @@ int GraphBuilder::attention(int x, int memory, const std::string& name, Attentio
   const int v =
       split_heads(linear(memory, name + ".v_proj", std::move(w.v_w), std::move(w.v_b), Activation::None, group),
                   name + ".v", heads, dh, group);
-  const int a = g_.add("attention", name + ".sdpa", {q, k, v, mask}, {{"causal", int64_t{causal}}}, group);
+  const int a = g_.add("attention", name + ".sdpa", {q, k, v, mask, kv_length}, {{"causal", int64_t{causal}}}, group);
   return linear(merge_heads(a, name, group), name + ".out_proj", std::move(w.o_w), std::move(w.o_b), Activation::None,
                 group, residual);
 }

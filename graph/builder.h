@@ -66,10 +66,11 @@ class GraphBuilder {
   int merge_heads(int x, const std::string& name, const std::string& group = {});
   // Multi-head attention of queries from x [B, S, D] over keys and values from `memory`
   // [B, T, D] (x itself for self-attention), with an optional additive mask broadcasting to
-  // [B, heads, S, T], then the output projection and `residual` added. Weights are named
-  // "<name>.q_proj.weight" and so on, as Hugging Face's BART and Marian name them.
+  // [B, heads, S, T] and optional valid key counts kv_length [B], then the output projection
+  // and `residual` added. Weights are named "<name>.q_proj.weight" and so on, as Hugging Face's
+  // encoder-decoder models name them.
   int attention(int x, int memory, const std::string& name, AttentionWeights w, int heads, int mask, bool causal,
-                int residual, const std::string& group = "attention");
+                int residual, const std::string& group = "attention", int kv_length = -1);
   // Self-attention of a decoder step: the step's keys and values are written into the cache at
   // its position, and the queries attend to the cache's valid length.
   int cached_self_attention(int x, const std::string& name, AttentionWeights w, int heads, const KvCache& cache,

@@ -397,15 +397,27 @@ void Graph::validate() const {
                o.name);
     KILN_CHECK(o.value >= 0 && o.value < nv && defined[o.value], "[graph] output '{}' is never computed", o.name);
   }
-  KILN_CHECK(!outputs_.empty(), "[graph] the graph has no outputs");
-  // A value updated in place is read by its updater only: later readers read the update's
+  KILN_CHECK(!outputs_.empty() || !in_place_outputs.empty(), "[graph] the graph has no outputs and updates no state");
+  // A value updated in place is read by its updater and otherwise only by nodes the updater
+  // depends on (a gather of the rows it then writes back): later readers read the update's
   // output, which orders them after the write.
   const auto readers = consumers();
+  const auto writer = producers();
   for (size_t v = 0; v < values_.size(); ++v)
-    for (int c : readers[v])
-      if (nodes_[c].def().in_place() && nodes_[c].inputs[0] == static_cast<int>(v))
-        KILN_CHECK(readers[v].size() == 1, "[graph] {}: value {} is updated in place but also read elsewhere",
-                   nodes_[c].name, v);
+    for (int c : readers[v]) {
+      if (!nodes_[c].def().in_place() || nodes_[c].inputs[0] != static_cast<int>(v)) continue;
+      std::set<int> before;  // the nodes c depends on
+      std::vector<int> todo = {c};
+      while (!todo.empty()) {
+        const int at = todo.back();
+        todo.pop_back();
+        for (int in : nodes_[at].inputs)
+          if (in >= 0 && writer[in] >= 0 && before.insert(writer[in]).second) todo.push_back(writer[in]);
+      }
+      for (int r : readers[v])
+        KILN_CHECK(r == c || before.count(r), "[graph] {}: value {} is updated in place but also read by {}",
+                   nodes_[c].name, v, nodes_[r].name);
+    }
   for (const auto& v : values_)
     for (const Dim& d : v.shape)
       KILN_CHECK(!d.is_symbol() || symbols_.count(d.symbol), "[graph] symbol '{}' is not declared", d.symbol);

@@ -8,6 +8,7 @@ packages=(
   libjpeg62-turbo-dev libpng-dev libwebp-dev                    # image decoders
   libcurl4-openssl-dev libssl-dev libcpp-httplib-dev            # Hub downloads, sha256, test server
   libopenblas-dev libarchive-dev                                # CPU GEMMs, WebDataset shards
+  libsentencepiece-dev libpcre2-dev                             # SentencePiece and byte-level BPE tokenizers
   libgtest-dev libbenchmark-dev                                 # tests and benchmarks
 )
 missing=()

@@ -1,4 +1,4 @@
-// gather and dynamic_update_slice: rows of bytes copied to or from a place an index in device
+// gather, dynamic_update_slice and write_rows: rows of bytes copied to or from a place an index in device
 // memory names. Rows move in units of 16, 8, 4, 2 or 1 bytes: the largest that divides the row
 // and both pointers' alignment, so that an embedding row of fp16 moves 16 bytes per load.
 // One thread per unit of the output (gather) or of the update (dynamic_update_slice); threads
@@ -6,9 +6,11 @@
 //   gather: unit e of out is (o, i, r) over [outer, count, inner units]; it reads indices[i],
 //   and copies unit r of data row (o, indices[i]), or writes zero and sets the error bit (the
 //   thread of r == 0 only, one atomic per bad index and row) when the index is outside [0, dim).
-//   dynamic_update_slice: every thread reads the offset; when it is outside [0, dim - n] no
-//   thread writes and thread 0 of block 0 sets the error bit. Else unit e of update, (o, i, r)
-//   over [outer, n, inner units], goes to out row (o, offset + i).
+//   dynamic_update_slice: unit e of update, (o, i, r) over [outer, n, inner units], goes to out
+//   row (o, offset + i) with the offset of o's group; a group whose offset is outside
+//   [0, dim - n] is not written, and block 0 sets the error bit for it.
+//   write_rows: unit e of (row r, unit k of the update's row) copies unit k of update row
+//   index[r] to its place in out row r; rows with a negative index are left alone.
 #include "backends/cuda/indexed_copy.cuh"
 #include "backends/cuda/launch.cuh"
 
@@ -55,18 +57,53 @@ __global__ void gather_kernel(GatherArgs p, int64_t inner) {
 template <typename U, typename I>
 __global__ void update_slice_kernel(UpdateSliceArgs p, int64_t inner) {
   wait_for_predecessor();
-  const int64_t offset = static_cast<int64_t>(*static_cast<const I*>(p.offset));
-  if (offset < 0 || offset > p.dim - p.n) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) atomicOr(p.error, p.error_bit);
-    return;
-  }
+  const I* offsets = static_cast<const I*>(p.offset);
+  const int64_t per_offset = p.outer / p.offsets;
+  if (blockIdx.x == 0)
+    for (int64_t k = threadIdx.x; k < p.offsets; k += blockDim.x) {
+      const int64_t offset = static_cast<int64_t>(offsets[k]);
+      if (offset < 0 || offset > p.dim - p.n) atomicOr(p.error, p.error_bit);
+    }
   const U* update = static_cast<const U*>(p.update);
   U* out = static_cast<U*>(p.out);
   const int64_t total = p.outer * p.n * inner;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = e % inner, q = e / inner, i = q % p.n, o = q / p.n;
+    const int64_t offset = static_cast<int64_t>(offsets[o / per_offset]);
+    if (offset < 0 || offset > p.dim - p.n) continue;
     out[(o * p.dim + offset + i) * inner + r] = update[e];
+  }
+}
+
+// dims: the dims after the first, the last counted in units of U.
+struct RowDims {
+  int64_t out[8], update[8];
+};
+
+template <typename U, typename I>
+__global__ void write_rows_kernel(WriteRowsArgs p, RowDims dims, int64_t out_row, int64_t update_row) {
+  wait_for_predecessor();
+  const I* index = static_cast<const I*>(p.index);
+  const U* update = static_cast<const U*>(p.update);
+  U* out = static_cast<U*>(p.out);
+  const int64_t total = p.rows * update_row;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = e / update_row, k = e % update_row;
+    const int64_t j = static_cast<int64_t>(index[r]);
+    if (j < 0) continue;
+    if (j >= p.count) {
+      if (k == 0) atomicOr(p.error, p.error_bit);
+      continue;
+    }
+    int64_t rest = k, at = 0, stride = 1;
+    for (int d = p.rank - 2; d >= 0; --d) {
+      at += (rest % dims.update[d]) * stride;
+      rest /= dims.update[d];
+      stride *= dims.out[d];
+    }
+    out[r * out_row + at] = update[j * update_row + k];
   }
 }
 
@@ -115,6 +152,50 @@ void launch_gather(const GatherArgs& p, cudaStream_t s) {
     gather_units<int64_t>(p, unit, s);
   else
     gather_units<int32_t>(p, unit, s);
+}
+
+template <typename U, typename I>
+void write_rows_typed(const WriteRowsArgs& p, int unit, cudaStream_t s) {
+  RowDims dims{};
+  int64_t out_row = 1, update_row = 1;
+  for (int d = 0; d + 1 < p.rank; ++d) {
+    const bool last = d + 2 == p.rank;
+    dims.out[d] = last ? p.out_dims[d] * p.elem_bytes / unit : p.out_dims[d];
+    dims.update[d] = last ? p.update_dims[d] * p.elem_bytes / unit : p.update_dims[d];
+    out_row *= dims.out[d];
+    update_row *= dims.update[d];
+  }
+  if (p.rank == 1) out_row = update_row = p.elem_bytes / unit;
+  launch(write_rows_kernel<U, I>, grid_for(p.rows * update_row), kThreads, 0, s, p, dims, out_row, update_row);
+}
+
+template <typename I>
+void write_rows_units(const WriteRowsArgs& p, int unit, cudaStream_t s) {
+  switch (unit) {
+    case 16:
+      return write_rows_typed<uint4, I>(p, unit, s);
+    case 8:
+      return write_rows_typed<uint2, I>(p, unit, s);
+    case 4:
+      return write_rows_typed<uint32_t, I>(p, unit, s);
+    case 2:
+      return write_rows_typed<uint16_t, I>(p, unit, s);
+    default:
+      return write_rows_typed<uint8_t, I>(p, unit, s);
+  }
+}
+
+void launch_write_rows(const WriteRowsArgs& p, cudaStream_t s) {
+  if (p.rows <= 0) return;
+  // The unit must divide both last rows (the update's row lands inside the output's).
+  const int64_t last_out = p.rank > 1 ? p.out_dims[p.rank - 2] : 1,
+                last_update = p.rank > 1 ? p.update_dims[p.rank - 2] : 1;
+  int unit = unit_bytes(last_update * p.elem_bytes, p.update, p.out);
+  while (unit > 1 && (last_out * p.elem_bytes) % unit != 0) unit /= 2;
+  if (p.index_type == DType::I64)
+    write_rows_units<int64_t>(p, unit, s);
+  else
+    write_rows_units<int32_t>(p, unit, s);
 }
 
 void launch_update_slice(const UpdateSliceArgs& p, cudaStream_t s) {

@@ -42,7 +42,10 @@ void fuse_mlp(Graph& g, const RewriteContext& c) {
         if (s[d] != 1) return false;
       return s.size() >= 2;
     });
-    if (!pooled) continue;
+    // A bottleneck (the first layer narrower than its input, as squeeze-excite's reduce): the
+    // one-kernel form is for such small layers, not a transformer's widening feed-forward.
+    const ShapeSpec& w1 = g.values()[a.inputs[linear_input::Weight]].shape;
+    if (!pooled || w1.size() != 2 || w1[0].value >= w1[1].value) continue;
     Node m;
     m.name = common_prefix(a.name, b.name);
     if (names.count(m.name)) m.name = a.name + "+" + b.name;

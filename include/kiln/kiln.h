@@ -1,5 +1,5 @@
 // kiln's public C++ API: build a bundle from a checkpoint, load it, run it on named tensors
-// (kiln::Model, any bundle) or through a task (kiln::Classifier).
+// (kiln::Model, any bundle) or through a task (kiln::Classifier, kiln::TextGenerator).
 //
 //   std::unique_ptr<kiln::Classifier> model;
 //   kiln::Status s = kiln::Classifier::load("model.bundle", &model);
@@ -11,10 +11,17 @@
 //   for (const auto& in : m->inputs()) ...                 // name, dtype, shape ("batch" x 3 x 224 x 224)
 //   std::vector<kiln::HostTensor> outputs;
 //   s = m->run({kiln::HostTensor::from_f32("pixels", {1, 3, 224, 224}, pixels)}, &outputs);
+//
+//   std::unique_ptr<kiln::TextGenerator> t;
+//   s = kiln::TextGenerator::load("opus-mt-en-de.bundle", &t);
+//   std::vector<kiln::GeneratedText> texts;
+//   s = t->generate({"Hello world."}, kiln::GenerationOptions{}, &texts);   // texts[0].text
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,6 +105,8 @@ class Model {
   Status run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs, const std::string& graph = "");
   // Zeroes the tensors the model keeps across runs.
   void reset_states();
+  // The bundle's task settings (its manifest's "task" object) as JSON text, for task layers.
+  std::string task_settings_json() const;
 
  private:
   Model();
@@ -127,6 +136,51 @@ class Classifier {
 
  private:
   Classifier();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Per-call overrides of a bundle's generation settings (its generation_config.json); unset
+// fields keep the bundle's values.
+struct GenerationOptions {
+  std::optional<int> num_beams;
+  std::optional<int64_t> max_new_tokens, max_length, min_length, min_new_tokens;
+  std::optional<int> no_repeat_ngram_size;
+  std::optional<double> length_penalty, repetition_penalty;
+  int batch = 32;  // sources decoded at once (each with its beams)
+  // Called as each source finishes, with its index (for progress).
+  std::function<void(size_t)> on_done;
+};
+
+struct GeneratedText {
+  std::string text;
+  std::vector<int64_t> source_ids, ids;  // ids: the decoder start token first
+  double score = 0;                      // length-normalised log-probability
+  bool truncated = false;                // the source was longer than the model takes
+};
+
+// Translation and summarization with an encoder-decoder bundle (task translation or summarization):
+// tokenization, batched greedy or beam search as transformers' generate() does it, decoding.
+class TextGenerator {
+ public:
+  static Status load(const std::string& bundle_path, std::unique_ptr<TextGenerator>* out,
+                     const std::string& device = "auto");
+  ~TextGenerator();
+
+  const ModelInfo& info() const;
+  // Results in input order; invalid UTF-8 in a source is an error naming its index.
+  Status generate(const std::vector<std::string>& sources, const GenerationOptions& options,
+                  std::vector<GeneratedText>* out);
+  // The same from token ids (the encoder's input, special tokens included).
+  Status generate_ids(const std::vector<std::vector<int64_t>>& sources, const GenerationOptions& options,
+                      std::vector<GeneratedText>* out);
+  // Token ids of a source or target sentence as the bundle's tokenizer makes them.
+  Status tokenize(const std::string& text, bool target, std::vector<int64_t>* ids);
+  // The underlying model (its graphs "encoder", "decoder_step", "reorder").
+  Model& model();
+
+ private:
+  TextGenerator();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

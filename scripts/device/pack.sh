@@ -7,6 +7,9 @@
 #                                    # timm reference inputs and logits, 24 calibration images
 #   scripts/device/pack.sh STAGE b   # accuracy: held-out shards, CPU fp32 reference logits, fp16 and
 #                                    # FP8 bundles (calibrated here on 500 images)
+#   scripts/device/pack.sh STAGE s   # encoder-decoders: the GPU tests and op harness, the seq2seq
+#                                    # fixtures with transformers' references, the WMT22 text and
+#                                    # kiln's token ids of it (check_tokenizers.py compares them there)
 # BASELINE=FILE adds another kiln binary (an earlier commit's build) as bin/kiln-baseline, to time
 # against in the same run.
 set -euo pipefail
@@ -18,7 +21,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$out" "$stage/bin" "$stage/lib"
 bins=(build/bin/kiln)
-[ "$run" = a ] && bins+=(build/tests/kiln_gpu_tests build/tests/kiln_op_harness)
+[ "$run" = a ] || [ "$run" = s ] && bins+=(build/tests/kiln_gpu_tests build/tests/kiln_op_harness)
 cp "${bins[@]}" "$stage/bin/"
 [ -n "${BASELINE:-}" ] && cp "$BASELINE" "$stage/bin/kiln-baseline" && bins+=("$BASELINE")
 strip "$stage"/bin/*
@@ -100,6 +103,21 @@ text += b" " * (-len(text) % 8)
 open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
 PY
     fi
+    ;;
+  s)
+    mkdir -p "$out/data/checkpoints" "$out/data/reference" "$out/data/data/text" "$out/tokens"
+    cp "$shared"/data/text/wmt22.* "$out/data/data/text/"
+    for f in marian-tiny-en-de bart-tiny-lead; do
+      cp -r "$shared/checkpoints/$f" "$out/data/checkpoints/"
+      cp "$shared/reference/$f.reference.json" "$shared/reference/$f.reference.safetensors" "$out/data/reference/"
+      build "$f" "$shared/checkpoints/$f"
+      for text in "$shared"/data/text/wmt22.*; do
+        name=$(basename "$text")
+        build/bin/kiln tokenize "$out/bundles/$f.bundle" --input "$text" > "$out/tokens/$f.$name.source"
+        build/bin/kiln tokenize "$out/bundles/$f.bundle" --input "$text" --target > "$out/tokens/$f.$name.target"
+      done
+    done
+    rm -r "$out/bundles"  # the tests build their own there
     ;;
 esac
 du -sh "$out"

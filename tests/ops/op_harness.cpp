@@ -56,9 +56,12 @@ std::string compare(const std::vector<HostTensor>& want, const std::vector<HostT
     }
     double scale = 1, err = 0;
     size_t at = 0;
-    for (float v : fa) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+    for (float v : fa)
+      if (std::isfinite(v)) scale = std::max(scale, static_cast<double>(std::fabs(v)));
     for (size_t e = 0; e < fa.size(); ++e) {
-      const double d = std::isnan(fa[e]) && std::isnan(fb[e]) ? 0 : std::fabs(static_cast<double>(fa[e]) - fb[e]);
+      // Equal infinities (a banned token's -inf) and NaN against NaN agree.
+      const bool same = fa[e] == fb[e] || (std::isnan(fa[e]) && std::isnan(fb[e]));
+      const double d = same ? 0 : std::fabs(static_cast<double>(fa[e]) - fb[e]);
       if (!(d <= err)) {  // NaN counts as worst
         err = std::isnan(d) ? INFINITY : d;
         at = e;

@@ -2,6 +2,7 @@
 // is written. The output is normally target's own memory (the op is in place); where an engine
 // gave it a buffer of its own, target is copied there first.
 #include <cstring>
+#include <vector>
 
 #include "backends/cpu/cpu_kernel.h"
 #include "core/dtype.h"
@@ -19,18 +20,25 @@ class DynamicUpdateSliceKernel : public CpuKernel {
   void run(const KernelArgs& a, int) override {
     const TensorRef &target = a.inputs[0], &update = a.inputs[1], &offset = a.inputs[2], &y = a.outputs[0];
     const int axis = normalize_axis(axis_, target.shape.size(), "[dynamic_update_slice] " + a.node->name);
-    const int64_t off = offset.dtype == DType::I32 ? offset.as<const int32_t>()[0] : offset.as<const int64_t>()[0];
-    const int64_t dim = target.shape[axis], n = update.shape[axis];
-    KILN_CHECK(off >= 0 && off <= dim - n, "[dynamic_update_slice] {}: slice [{}, {}) is outside [0, {}) along axis {}",
-               a.node->name, off, off + n, dim, axis);
+    const int64_t dim = target.shape[axis], n = update.shape[axis], count = offset.numel();
+    std::vector<int64_t> offsets(count);
+    for (int64_t i = 0; i < count; ++i) {
+      offsets[i] = offset.dtype == DType::I32 ? offset.as<const int32_t>()[i] : offset.as<const int64_t>()[i];
+      KILN_CHECK(offsets[i] >= 0 && offsets[i] <= dim - n,
+                 "[dynamic_update_slice] {}: slice [{}, {}) is outside [0, {}) along axis {}", a.node->name, offsets[i],
+                 offsets[i] + n, dim, axis);
+    }
     if (y.data != target.data) std::memcpy(y.data, target.data, target.bytes());
     int64_t outer = 1, inner = dtype_size(target.dtype);
     for (int d = 0; d < axis; ++d) outer *= target.shape[d];
     for (size_t d = axis + 1; d < target.shape.size(); ++d) inner *= target.shape[d];
+    // With one offset per leading row, outer index o lies in row o / (outer / rows).
+    const int64_t per_offset = outer / count;
     const auto* src = static_cast<const uint8_t*>(update.data);
     auto* dst = static_cast<uint8_t*>(y.data);
     for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(dst + (o * dim + off) * inner, src + o * n * inner, static_cast<size_t>(n * inner));
+      std::memcpy(dst + (o * dim + offsets[o / per_offset]) * inner, src + o * n * inner,
+                  static_cast<size_t>(n * inner));
   }
 
  private:

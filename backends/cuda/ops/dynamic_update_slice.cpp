@@ -2,7 +2,7 @@
 // kernel reads from device memory (indexed_copy.cu), elements of any type. The output is
 // normally target's own memory (the op is in place); where the engine gave it memory of its
 // own, target is copied there first. An offset that would put the slice outside target writes
-// nothing and sets the error word, so that the run fails as it does on the CPU.
+// nothing (for its rows) and sets the error word, so that the run fails as it does on the CPU.
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/indexed_copy.cuh"
@@ -34,6 +34,7 @@ class DynamicUpdateSliceKernel : public Kernel {
     u.out = y.data;
     u.offset = offset.data;
     u.offset_type = offset.dtype;
+    u.offsets = offset.numel();
     u.outer = 1;
     u.row_bytes = static_cast<int64_t>(dtype_size(target.dtype));
     for (int d = 0; d < axis; ++d) u.outer *= target.shape[d];

@@ -1,9 +1,12 @@
-// linear and mlp on the GPU. An fp16 layer whose sizes are multiples of 8 is a tensor-core GEMM
-// (gemm.cu: tile variants timed per layer; residual and f32 output in the epilogue); any other
-// runs the small dense kernel (one thread per output, for classifier heads of odd sizes). An
-// mlp (two layers on few rows: squeeze-excite) is one kernel (mlp.cu).
+// linear and mlp on the GPU. An fp16 layer whose input size is a multiple of 8 is a tensor-core
+// GEMM (gemm.cu: tile variants timed per layer; residual and f32 output in the epilogue); an
+// output size that is not (a vocabulary of 58101) is padded to one with zero weights, the GEMM
+// writing a scratch buffer whose valid columns are then copied out. Any other layer runs the
+// small dense kernel (one thread per output). An mlp (two layers on few rows: squeeze-excite)
+// is one kernel (mlp.cu).
 #include <optional>
 
+#include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/kernels.cuh"
 #include "core/error.h"
@@ -18,14 +21,18 @@ cuda::Act to_cuda(Activation a) { return static_cast<cuda::Act>(static_cast<int>
 
 bool f16_or_f32(DType t) { return t == DType::F16 || t == DType::F32; }
 
-// The GEMM takes fp16 x and weights with K and N multiples of 8; an f32 output has no residual.
+// The GEMM takes fp16 x and weights with K and N multiples of 8 (N is padded when the layer has
+// no residual); an f32 output has no residual.
 bool gemm_fits(const Graph& g, const Node& n) {
   using namespace linear_input;
   const Shape w = constant_shape(g, n, Weight);
   const DType out = output_dtypes(g, n)[0];
-  return !w.empty() && input_dtype(g, n, X) == DType::F16 && w[0] % 8 == 0 && w[1] % 8 == 0 &&
+  return !w.empty() && input_dtype(g, n, X) == DType::F16 && w[1] % 8 == 0 &&
+         (w[0] % 8 == 0 || n.input(Residual) < 0) &&
          (out == DType::F16 || (out == DType::F32 && n.input(Residual) < 0));
 }
+
+int64_t round_up_8(int64_t n) { return (n + 7) / 8 * 8; }
 
 bool supports_linear(const Graph& g, const Node& n) {
   using namespace linear_input;
@@ -46,10 +53,14 @@ class LinearKernel : public Kernel {
     act_ = to_cuda(parse_activation(n.attrs.get_string("act")));
     out_ = output_dtypes(g, n)[0];
     x_ = input_dtype(g, n, X);
-    const std::vector<float> w = c.constants(g.values()[n.inputs[Weight]].name).to_f32();
+    n_ = gemm_ ? round_up_8(w_shape_[0]) : w_shape_[0];
+    std::vector<float> w = c.constants(g.values()[n.inputs[Weight]].name).to_f32();
+    w.resize(static_cast<size_t>(n_ * w_shape_[1]), 0.0f);  // padded outputs: zero weights
     weight_ = gemm_ ? c.weights.add_f16(w) : c.weights.add_f32(w);
     if (n.input(Bias) >= 0) {
-      bias_ = c.weights.add_f32(c.constants(g.values()[n.inputs[Bias]].name).to_f32());
+      std::vector<float> b = c.constants(g.values()[n.inputs[Bias]].name).to_f32();
+      b.resize(static_cast<size_t>(n_), 0.0f);
+      bias_ = c.weights.add_f32(b);
       has_bias_ = true;
     }
   }
@@ -63,7 +74,7 @@ class LinearKernel : public Kernel {
     return gemm_ ? cuda::gemm_default_variant(gemm_args(a)) : 0;
   }
   size_t workspace_bytes(const KernelArgs& a, int v) const override {
-    return gemm_ ? cuda::gemm_workspace_bytes(gemm_args(a), v) : 0;
+    return gemm_ ? padded_offset(a, v) + padded_bytes(a) : 0;
   }
   bool packs_input(int slot) const override { return slot == linear_input::Weight || slot == linear_input::Bias; }
   std::string describe() const override {
@@ -74,7 +85,17 @@ class LinearKernel : public Kernel {
 
   void run(const KernelArgs& a, int variant) override {
     using namespace linear_input;
-    if (gemm_) return cuda::launch_gemm(gemm_args(a), variant, stream_of(a));
+    if (gemm_) {
+      cuda::GemmArgs g = gemm_args(a);
+      if (n_ != w_shape_[0]) g.out = static_cast<char*>(a.workspace) + padded_offset(a, variant);
+      cuda::launch_gemm(g, variant, stream_of(a));
+      if (n_ != w_shape_[0]) {
+        const size_t e = out_ == DType::F32 ? 4 : 2;
+        KILN_CUDA_CHECK(cudaMemcpy2DAsync(a.outputs[0].data, w_shape_[0] * e, g.out, n_ * e, w_shape_[0] * e,
+                                          static_cast<size_t>(g.m), cudaMemcpyDeviceToDevice, stream_of(a)));
+      }
+      return;
+    }
     cuda::LinearSmallArgs s;
     s.x = a.inputs[X].data;
     s.x_f32 = x_ == DType::F32;
@@ -93,6 +114,15 @@ class LinearKernel : public Kernel {
  private:
   const float* bias() const { return has_bias_ ? weights_.get<float>(bias_) : nullptr; }
 
+  // With padded outputs the GEMM writes [m, n_] into the workspace after its own scratch.
+  size_t padded_offset(const KernelArgs& a, int v) const {
+    return (cuda::gemm_workspace_bytes(gemm_args(a), v) + 255) / 256 * 256;
+  }
+  size_t padded_bytes(const KernelArgs& a) const {
+    if (n_ == w_shape_[0]) return 0;
+    return static_cast<size_t>(a.inputs[linear_input::X].numel() / w_shape_[1] * n_) * (out_ == DType::F32 ? 4 : 2);
+  }
+
   cuda::GemmArgs gemm_args(const KernelArgs& a) const {
     using namespace linear_input;
     cuda::GemmArgs g;
@@ -104,7 +134,7 @@ class LinearKernel : public Kernel {
     g.out = a.outputs[0].data;
     g.out_f32 = out_ == DType::F32;
     g.k = static_cast<int>(w_shape_[1]);
-    g.n = static_cast<int>(w_shape_[0]);
+    g.n = static_cast<int>(n_);
     g.m = static_cast<int>(a.inputs[X].numel() / g.k);
     g.rows_per_image = 1;
     g.act = act_;
@@ -115,6 +145,7 @@ class LinearKernel : public Kernel {
   CudaWeights& weights_;
   bool gemm_ = false, has_bias_ = false, residual_ = false;
   Shape w_shape_;
+  int64_t n_ = 0;  // outputs the GEMM computes: w_shape_[0] rounded up to 8
   cuda::Act act_ = cuda::Act::None;
   DType x_ = DType::F32, out_ = DType::F32;
   size_t weight_ = 0, bias_ = 0;

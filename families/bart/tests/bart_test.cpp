@@ -1,0 +1,103 @@
+// The BART family against transformers on the bart-tiny-lead fixture (a small
+// BartForConditionalGeneration trained to keep the first of three sentences, saved in the
+// Hub's layout in fp16, with bart-large-cnn's generation settings): tokenizer, teacher-forced
+// logits, greedy and beam search, one source at a time and batched.
+#include <gtest/gtest.h>
+
+#include "tests/seq2seq_reference.h"
+
+namespace kiln::test {
+namespace {
+
+const char* kFixture = "bart-tiny-lead";
+
+class Bart : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ref_ = new Seq2SeqReference(kFixture);
+    const Status s = TextGenerator::load(seq2seq_bundle(kFixture), &generator_, "cpu");
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  static void TearDownTestSuite() {
+    delete ref_;
+    generator_.reset();
+  }
+  static Seq2SeqReference* ref_;
+  static std::unique_ptr<TextGenerator> generator_;
+};
+Seq2SeqReference* Bart::ref_ = nullptr;
+std::unique_ptr<TextGenerator> Bart::generator_;
+
+TEST_F(Bart, TokenizerMatchesTransformers) {
+  for (const auto& c : ref_->json["tokenizer_checks"]) {
+    std::vector<int64_t> ids;
+    ASSERT_TRUE(generator_->tokenize(c["text"].get<std::string>(), false, &ids).ok());
+    EXPECT_EQ(ids, c["ids"].get<std::vector<int64_t>>()) << c["text"];
+  }
+}
+
+TEST_F(Bart, TeacherForcedLogitsMatchTransformers) {
+  Model& m = generator_->model();
+  for (int i = 0; i < 8; ++i) {
+    const auto src = ref_->ids("source_ids." + std::to_string(i));
+    const auto dec = ref_->ids("decoder_input_ids." + std::to_string(i));
+    const int64_t n = static_cast<int64_t>(src.size());
+    std::vector<int64_t> positions(src.size());
+    for (int64_t p = 0; p < n; ++p) positions[p] = p;
+    m.reset_states();
+    std::vector<HostTensor> out;
+    ASSERT_TRUE(m.run({HostTensor::from_i64("ids", {1, n}, src), HostTensor::from_i64("positions", {n}, positions),
+                       HostTensor::from_i64("length", {1}, {n}), HostTensor::from_i64("rows", {1}, {0})},
+                      &out, "encoder")
+                    .ok());
+    const Tensor hidden = ref_->tensors->to_float("encoder_out." + std::to_string(i));
+    ASSERT_EQ(out[0].numel(), hidden.numel());
+    EXPECT_LT(max_abs_diff(out[0].as<float>(), hidden.data.data(), hidden.data.size()), 1e-4) << "encoder " << i;
+    const Tensor logits = ref_->tensors->to_float("logits." + std::to_string(i));
+    const int64_t vocab = logits.dim(1);
+    for (int64_t p = 0; p < static_cast<int64_t>(dec.size()); ++p) {
+      ASSERT_TRUE(m.run({HostTensor::from_i64("ids", {1, 1}, {dec[p]}), HostTensor::from_i64("position", {1}, {p}),
+                         HostTensor::from_i64("length", {1}, {p + 1}), HostTensor::from_i64("source_length", {1}, {n})},
+                        &out, "decoder_step")
+                      .ok());
+      ASSERT_EQ(out[0].numel(), vocab);
+      EXPECT_LT(max_abs_diff(out[0].as<float>(), logits.data.data() + p * vocab, vocab), 1e-3)
+          << "source " << i << " step " << p;
+    }
+  }
+}
+
+TEST_F(Bart, GreedyMatchesTransformersOneByOneAndBatched) {
+  GenerationOptions o;
+  o.num_beams = 1;
+  o.max_new_tokens = 64;
+  o.batch = 1;
+  EXPECT_EQ(expect_generation(*generator_, *ref_, "greedy", o), 80);
+  o.batch = 16;
+  EXPECT_EQ(expect_generation(*generator_, *ref_, "greedy", o), 80);
+}
+
+TEST_F(Bart, BeamSearchMatchesTransformersOneByOne) {
+  GenerationOptions o;
+  o.max_new_tokens = 64;
+  o.batch = 1;
+  EXPECT_EQ(expect_generation(*generator_, *ref_, "default", o), 80);
+}
+
+TEST_F(Bart, BatchedBeamSearchMatchesTransformersBatch) {
+  // transformers' batched run: the first 16 sources padded together.
+  auto sources = reference_sources(*ref_);
+  sources.resize(16);
+  GenerationOptions o;
+  o.max_new_tokens = 64;
+  o.batch = 5;  // fewer slots than sources: finished sources make room for the next
+  std::vector<GeneratedText> out;
+  ASSERT_TRUE(generator_->generate_ids(sources, o, &out).ok());
+  const int64_t pad = 1;
+  for (size_t i = 0; i < out.size(); ++i)
+    EXPECT_EQ(out[i].ids, strip_padding(ref_->json["batch16_default_ids"][i].get<std::vector<int64_t>>(), pad))
+        << "source " << i;
+}
+
+}  // namespace
+}  // namespace kiln::test

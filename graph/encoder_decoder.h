@@ -1,0 +1,73 @@
+// The graphs of a transformer encoder-decoder in the module layout Hugging Face's seq2seq
+// translation and summarization models share ("model.encoder.layers.N.self_attn.q_proj",
+// "model.decoder.layers.N.encoder_attn", "fc1", "final_layer_norm", ...). Families read their
+// config and resolve their embeddings and positions; this builds three graphs a generator runs:
+//
+//   encoder       ids [batch, source] i64, positions [source] i64 (0, 1, ...), length [batch]
+//                 i64 (real tokens per source, the rest padding), rows [rows] i64
+//                 -> hidden [batch, source, d]; and for each decoder row r with rows[r] >= 0,
+//                 the cross-attention keys and values of source rows[r] written into the states
+//                 cross_k.<l>, cross_v.<l> [rows, heads, source capacity, head dim]: computed once
+//                 per source, not per step, and put in every beam's row of that source.
+//   decoder_step  ids [rows, 1] i64, position [rows] i64 (each row's step), length [rows] i64
+//                 (position + 1), source_length [rows] i64 -> logits [rows, vocab] (f32); the
+//                 step's keys and values are written into the states k.<l>, v.<l> [rows, heads,
+//                 target capacity, head dim] at each row's position.
+//   decoder_topk  the decoder step with banned [rows, B] i64 (tokens to exclude, -1 padding)
+//                 -> scores, tokens [rows, kEncoderDecoderTopK]: each row's best tokens by
+//                 log-probability (f32, computed on the device) after the bans, so that a
+//                 generator reads a few numbers per row instead of the vocabulary's logits.
+//   reorder       parent [rows] i64 -> (no outputs) row r of every k.<l>, v.<l> takes row
+//                 parent[r]: beam search keeping some beams twice and dropping others.
+//
+// Rows are decoder slots (sources times beams), so a batch can refill a finished source's rows
+// with a new source while the others keep decoding.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "core/tensor.h"
+#include "graph/model_definition.h"
+#include "graph/ops/activation.h"
+
+namespace kiln {
+
+// Candidates per row that decoder_topk returns: enough for beam search with up to 8 beams
+// (which keeps the best 2 x beams continuations).
+inline constexpr int64_t kEncoderDecoderTopK = 16;
+
+struct EncoderDecoderConfig {
+  int64_t d_model = 0, vocab = 0;
+  int encoder_layers = 0, decoder_layers = 0, encoder_heads = 0, decoder_heads = 0;
+  int64_t encoder_ffn = 0, decoder_ffn = 0;
+  int64_t source_capacity = 0;  // longest source (tokens)
+  int64_t target_capacity = 0;  // longest decoded sequence, start token included
+  Activation act = Activation::Gelu;
+  float embed_scale = 1.0f;     // token embeddings times this (sqrt(d_model) where scale_embedding)
+  bool embedding_norm = false;  // a layer norm after embeddings + positions ("layernorm_embedding")
+  bool pre_norm = false;        // layer norm before each block and after the last layer
+  double eps = 1e-5;
+};
+
+// A weight and the name it gets in the bundle: tied weights share one name, and so one tensor.
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+struct EncoderDecoderWeights {
+  NamedTensor encoder_embed, decoder_embed;          // [vocab, d]
+  NamedTensor encoder_positions, decoder_positions;  // [capacity or more, d]: row p is position p
+  NamedTensor lm_head;                               // [vocab, d]
+  NamedTensor logits_bias;                           // [vocab], or an empty tensor for none
+  // The layers' tensors by their module names ("model.encoder.layers.0.fc1.weight"), with the
+  // shape the architecture needs (the family checks it).
+  std::function<Tensor(const std::string& name, const Shape& shape)> load;
+};
+
+// Adds the graphs "encoder", "decoder_step", "decoder_topk" and "reorder" to def.
+void build_encoder_decoder(ModelDefinition& def, const EncoderDecoderConfig& config,
+                           const EncoderDecoderWeights& weights);
+
+}  // namespace kiln

@@ -1,0 +1,85 @@
+// Checks of an encoder-decoder bundle against transformers' reference outputs for a fixture
+// (reference/<fixture>.reference.json and .safetensors in the test data, made by
+// reference/make_seq2seq_fixtures.py): tokenizer ids, teacher-forced logits and encoder
+// outputs, greedy and default (beam search) generation one source at a time and batched.
+// Families' tests call these with their fixture's name.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "checkpoints/safetensors.h"
+#include "kiln/kiln.h"
+#include "tests/test_support.h"
+
+namespace kiln::test {
+
+struct Seq2SeqReference {
+  nlohmann::json json;
+  std::unique_ptr<SafetensorsFile> tensors;
+
+  explicit Seq2SeqReference(const std::string& fixture) {
+    std::ifstream in(data_path("reference/" + fixture + ".reference.json"));
+    EXPECT_TRUE(in.good()) << "missing reference for " << fixture;
+    json = nlohmann::json::parse(in);
+    tensors = std::make_unique<SafetensorsFile>(data_path("reference/" + fixture + ".reference.safetensors"));
+  }
+  std::vector<int64_t> ids(const std::string& name) const {
+    HostTensor t = tensors->to_host(name);
+    return {t.as<int64_t>(), t.as<int64_t>() + t.numel()};
+  }
+};
+
+// Builds the checkpoint (folder under checkpoints/ of the test data) once per test process,
+// into the temporary folder.
+inline std::string seq2seq_bundle(const std::string& checkpoint, const std::string& precision = "fp32") {
+  static std::set<std::string> built;
+  const std::string out =
+      (std::filesystem::temp_directory_path() / ("kiln-test-" + checkpoint + "-" + precision + ".bundle")).string();
+  if (built.insert(out).second) {
+    BuildOptions o;
+    o.precision = precision;
+    BuildResult r;
+    const Status s = build(data_path("checkpoints/" + checkpoint), out, o, &r);
+    EXPECT_TRUE(s.ok()) << s.message();
+  }
+  return out;
+}
+
+// transformers pads batched outputs with the pad token after EOS; kiln returns each sequence
+// alone.
+inline std::vector<int64_t> strip_padding(std::vector<int64_t> ids, int64_t pad) {
+  while (ids.size() > 1 && ids.back() == pad) ids.pop_back();
+  return ids;
+}
+
+inline std::vector<std::vector<int64_t>> reference_sources(const Seq2SeqReference& ref) {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& e : ref.json["examples"]) out.push_back(e["source_ids"].get<std::vector<int64_t>>());
+  return out;
+}
+
+// Generation from the reference's source ids with `options`; every output's ids and text
+// must equal the reference's `key` ("greedy" or "default"). Returns how many matched.
+inline int expect_generation(TextGenerator& t, const Seq2SeqReference& ref, const std::string& key,
+                             const GenerationOptions& options) {
+  std::vector<GeneratedText> out;
+  const Status s = t.generate_ids(reference_sources(ref), options, &out);
+  EXPECT_TRUE(s.ok()) << s.message();
+  int same = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const auto& e = ref.json["examples"][i];
+    const bool ids_equal = out[i].ids == e[key + "_ids"].get<std::vector<int64_t>>();
+    EXPECT_TRUE(ids_equal) << key << " ids differ for source " << i << ": " << e["source"];
+    EXPECT_EQ(out[i].text, e[key + "_text"].get<std::string>()) << key << " text of source " << i;
+    same += ids_equal;
+  }
+  return same;
+}
+
+}  // namespace kiln::test
