@@ -30,6 +30,8 @@ std::vector<std::string> value_devices(const Graph& g) {
     dev[v] = "cpu";
     for (int c : consumers[v])
       if (g.nodes()[c].device != "cpu") dev[v] = g.nodes()[c].device;
+    // An input no node reads (one that only sizes a symbol) lives where the graph runs.
+    if (consumers[v].empty() && !g.nodes().empty()) dev[v] = g.nodes().front().device;
   }
   return dev;
 }

@@ -68,8 +68,21 @@ class Layers {
   const EncoderDecoderWeights& w_;
 };
 
-ShapeSpec cache_shape(int heads, int64_t capacity, int head_dim) {
-  return {{0, "rows"}, {heads, ""}, {capacity, ""}, {head_dim, ""}};
+// A cache [rows, heads, capacity, head dim]; the capacity is a symbol that a run binds through
+// an input of that length (memory_capacity, cache_capacity), so that a generation call sizes
+// its caches for its own longest source and longest output.
+ShapeSpec cache_shape(int heads, const char* capacity, int head_dim) {
+  return {{0, "rows"}, {heads, ""}, {0, capacity}, {head_dim, ""}};
+}
+
+// The inputs whose lengths set the caches' capacities (their values are not read).
+int memory_capacity_input(GraphBuilder& b, const EncoderDecoderConfig& c) {
+  b.graph().set_symbol("memory", {8, c.source_capacity});
+  return b.input("memory_capacity", DType::I64, {{0, "memory"}});
+}
+int cache_capacity_input(GraphBuilder& b, const EncoderDecoderConfig& c) {
+  b.graph().set_symbol("cache", {8, c.target_capacity});
+  return b.input("cache_capacity", DType::I64, {{0, "cache"}});
 }
 
 void build_encoder(ModelDefinition& def, const EncoderDecoderConfig& c, const EncoderDecoderWeights& w) {
@@ -82,6 +95,7 @@ void build_encoder(ModelDefinition& def, const EncoderDecoderConfig& c, const En
   const int positions = b.input("positions", DType::I64, {{0, "source"}});
   const int length = b.input("length", DType::I64, {{0, "batch"}});
   const int rows = b.input("rows", DType::I64, {{0, "rows"}});
+  memory_capacity_input(b, c);
   Layers L(b, c, w);
   int x = L.embed(ids, positions, w.encoder_embed, w.encoder_positions, "model.encoder");
   for (int l = 0; l < c.encoder_layers; ++l) {
@@ -106,7 +120,7 @@ void build_encoder(ModelDefinition& def, const EncoderDecoderConfig& c, const En
                              L.load(proj + ".bias", {c.d_model}), Activation::None, "attention");
       const int heads = b.split_heads(y, name + "." + kv, c.decoder_heads, dh, "attention");
       const int state = g.add_state(std::string("cross_") + kv + "." + std::to_string(l), DType::F32,
-                                    cache_shape(c.decoder_heads, c.source_capacity, dh));
+                                    cache_shape(c.decoder_heads, "memory", dh));
       b.op("write_rows", name + "." + kv + "_rows", {state, heads, rows}, {}, "attention");
     }
   }
@@ -125,13 +139,15 @@ void build_decoder_step(ModelDefinition& def, const EncoderDecoderConfig& c, con
   const int length = b.input("length", DType::I64, {{0, "rows"}});
   const int source_length = b.input("source_length", DType::I64, {{0, "rows"}});
   const int banned = top_k ? b.input("banned", DType::I64, {{0, "rows"}, {0, "banned"}}) : -1;
+  memory_capacity_input(b, c);
+  cache_capacity_input(b, c);
   Layers L(b, c, w);
   const int step_position =
       b.op("reshape", "model.decoder.step_position", {position}, {{"shape", std::vector<int64_t>{-1, 1}}});
   int x = L.embed(ids, step_position, w.decoder_embed, w.decoder_positions, "model.decoder");
   const int dh = L.head_dim(c.decoder_heads);
-  const ShapeSpec self_shape = cache_shape(c.decoder_heads, c.target_capacity, dh);
-  const ShapeSpec cross_shape = cache_shape(c.decoder_heads, c.source_capacity, dh);
+  const ShapeSpec self_shape = cache_shape(c.decoder_heads, "cache", dh);
+  const ShapeSpec cross_shape = cache_shape(c.decoder_heads, "memory", dh);
   for (int l = 0; l < c.decoder_layers; ++l) {
     const std::string name = "model.decoder.layers." + std::to_string(l), layer = std::to_string(l);
     KvCache cache{g.add_state("k." + layer, DType::F32, self_shape), g.add_state("v." + layer, DType::F32, self_shape),
@@ -177,12 +193,13 @@ void build_reorder(ModelDefinition& def, const EncoderDecoderConfig& c) {
   Graph& g = b.graph();
   g.set_symbol("rows", {1, kMaxRows});
   const int parent = b.input("parent", DType::I64, {{0, "rows"}});
+  cache_capacity_input(b, c);
   const int dh = static_cast<int>(c.d_model / c.decoder_heads);
   const int zero = b.weight("reorder.zero", Tensor({1}), DType::I64);
   for (int l = 0; l < c.decoder_layers; ++l)
     for (const char* kv : {"k", "v"}) {
       const std::string state = std::string(kv) + "." + std::to_string(l);
-      const int s = g.add_state(state, DType::F32, cache_shape(c.decoder_heads, c.target_capacity, dh));
+      const int s = g.add_state(state, DType::F32, cache_shape(c.decoder_heads, "cache", dh));
       // The rows gathered into a buffer, then written back whole.
       const int picked = b.op("gather", state + ".picked", {s, parent}, {{"axis", int64_t{0}}});
       b.op("dynamic_update_slice", state + ".reordered", {s, picked, zero}, {{"axis", int64_t{0}}});

@@ -4,21 +4,27 @@
 // config and resolve their embeddings and positions; this builds three graphs a generator runs:
 //
 //   encoder       ids [batch, source] i64, positions [source] i64 (0, 1, ...), length [batch]
-//                 i64 (real tokens per source, the rest padding), rows [rows] i64
-//                 -> hidden [batch, source, d]; and for each decoder row r with rows[r] >= 0,
-//                 the cross-attention keys and values of source rows[r] written into the states
-//                 cross_k.<l>, cross_v.<l> [rows, heads, source capacity, head dim]: computed once
-//                 per source, not per step, and put in every beam's row of that source.
+//                 i64 (real tokens per source, the rest padding), rows [rows] i64,
+//                 memory_capacity [memory] -> hidden [batch, source, d]; and for each decoder row
+//                 r with rows[r] >= 0, the cross-attention keys and values of source rows[r]
+//                 written into the states cross_k.<l>, cross_v.<l> [rows, heads, memory, head
+//                 dim]: computed once per source, not per step, and put in every beam's row of
+//                 that source.
 //   decoder_step  ids [rows, 1] i64, position [rows] i64 (each row's step), length [rows] i64
-//                 (position + 1), source_length [rows] i64 -> logits [rows, vocab] (f32); the
-//                 step's keys and values are written into the states k.<l>, v.<l> [rows, heads,
-//                 target capacity, head dim] at each row's position.
+//                 (position + 1), source_length [rows] i64, memory_capacity [memory],
+//                 cache_capacity [cache] -> logits [rows, vocab] (f32); the step's keys and
+//                 values are written into the states k.<l>, v.<l> [rows, heads, cache, head dim]
+//                 at each row's position.
+//   The lengths of memory_capacity and cache_capacity (their values are not read) size the
+//   caches: a generator passes its longest source and longest output, so that caches and beam
+//   reordering cost what the call needs, not the model's maximum.
 //   decoder_topk  the decoder step with banned [rows, B] i64 (tokens to exclude, -1 padding)
 //                 -> scores, tokens [rows, kEncoderDecoderTopK]: each row's best tokens by
 //                 log-probability (f32, computed on the device) after the bans, so that a
 //                 generator reads a few numbers per row instead of the vocabulary's logits.
-//   reorder       parent [rows] i64 -> (no outputs) row r of every k.<l>, v.<l> takes row
-//                 parent[r]: beam search keeping some beams twice and dropping others.
+//   reorder       parent [rows] i64, cache_capacity [cache] -> (no outputs) row r of every
+//                 k.<l>, v.<l> takes row parent[r]: beam search keeping some beams twice and
+//                 dropping others.
 //
 // Rows are decoder slots (sources times beams), so a batch can refill a finished source's rows
 // with a new source while the others keep decoding.

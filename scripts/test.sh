@@ -15,4 +15,6 @@ ctest --test-dir build-fuzz -L fuzz --output-on-failure
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build
-ctest --test-dir build --output-on-failure -j2
+# Two tests at a time, each on one thread: tests whose OpenMP and OpenBLAS threads share two cores
+# with another test's spin-wait and run many times slower.
+OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 ctest --test-dir build --output-on-failure -j2

@@ -8,6 +8,7 @@
 
 #include "backends/engine.h"
 #include "bundle/bundle.h"
+#include "checkpoints/checkpoint.h"
 #include "checkpoints/safetensors.h"
 #include "core/error.h"
 #include "kiln/kiln.h"
@@ -75,6 +76,33 @@ class Gates {
     return out;
   }
 
+  GateResult generation(const ManifestGate& g) {
+    std::unique_ptr<TextGenerator> t;
+    Status s = TextGenerator::load(bundle(g.checkpoint, g.build), &t, g.device);
+    KILN_CHECK(s.ok(), "{}", s.message());
+    const nlohmann::json ref = read_json_file((fs::path(data_) / g.reference).string(), "validate");
+    KILN_CHECK(ref.is_object() && ref.contains("examples") && ref["examples"].is_array(),
+               "[validate] {} has no examples", g.reference);
+    std::vector<std::vector<int64_t>> sources, want;
+    for (const auto& e : ref["examples"]) {
+      sources.push_back(e.at("source_ids").get<std::vector<int64_t>>());
+      want.push_back(e.at(g.generation + "_ids").get<std::vector<int64_t>>());
+    }
+    GenerationOptions o;
+    if (g.generation == "greedy") o.num_beams = 1;
+    o.max_new_tokens = g.max_new_tokens;
+    std::vector<GeneratedText> out;
+    s = t->generate_ids(sources, o, &out);
+    KILN_CHECK(s.ok(), "{}", s.message());
+    int64_t same = 0;
+    for (size_t i = 0; i < out.size(); ++i) same += out[i].ids == want[i];
+    const double share = out.empty() ? 0.0 : static_cast<double>(same) / static_cast<double>(out.size());
+    GateResult r{g.name, "passed", "", {{"identical", same}, {"sources", out.size()}}};
+    check(r, "identical outputs", share, g.min_identical, true);
+    r.detail += fmt::format(" ({} of {}, {})", same, out.size(), g.generation);
+    return r;
+  }
+
   GateResult eval(const ManifestGate& g) {
     const std::string path = bundle(g.checkpoint, g.build);
     const std::string task = Bundle::open(path)->manifest().at("task").value("type", "");
@@ -121,7 +149,7 @@ std::vector<GateResult> run_gates(const Manifest& m, const std::string& data_dir
       r = {g.name, "skipped", "needs a CUDA GPU"};
     } else {
       try {
-        r = g.kind == "parity" ? gates.parity(g) : gates.eval(g);
+        r = g.kind == "parity" ? gates.parity(g) : g.kind == "generation" ? gates.generation(g) : gates.eval(g);
       } catch (const std::exception& e) {
         r = {g.name, "failed", e.what()};
       }

@@ -79,7 +79,8 @@ Manifest parse_manifest(const std::string& text, const std::string& file) {
     const std::string where = fmt::format("{}: [[gates]] {}", file, m.gates.size() + 1);
     only_keys(g,
               {"name", "build", "device", "kind", "checkpoint", "reference", "inputs", "outputs", "max_abs_diff",
-               "min_top1_agreement", "data", "against", "limit", "min_top1", "min_agreement"},
+               "min_top1_agreement", "data", "against", "limit", "min_top1", "min_agreement", "generation",
+               "max_new_tokens", "min_identical"},
               where);
     ManifestGate gate;
     gate.name = str(g, "name", where);
@@ -97,6 +98,9 @@ Manifest parse_manifest(const std::string& text, const std::string& file) {
     gate.limit = static_cast<int>(g["limit"].value_or(int64_t{0}));
     gate.min_top1 = number(g, "min_top1", where);
     gate.min_agreement = number(g, "min_agreement", where);
+    gate.generation = str(g, "generation", where, false);
+    gate.max_new_tokens = static_cast<int>(g["max_new_tokens"].value_or(int64_t{64}));
+    gate.min_identical = number(g, "min_identical", where);
     m.gates.push_back(gate);
   }
   return m;
@@ -166,8 +170,18 @@ std::vector<std::string> check_manifest(const Manifest& m, const std::string& da
         problem(fmt::format("{}: against must be fp32 or cpu", gate));
       if (!g.min_top1 && !g.min_agreement) problem(fmt::format("{}: no threshold (min_top1, min_agreement)", gate));
       if (g.min_agreement && g.against.empty()) problem(fmt::format("{}: min_agreement needs against", gate));
+    } else if (g.kind == "generation") {
+      if (g.reference.empty())
+        problem(fmt::format("{}: a generation gate needs a reference", gate));
+      else if (!exists(g.reference))
+        problem(fmt::format("{}: reference {} is not in {}", gate, g.reference, data_dir));
+      if (g.generation != "greedy" && g.generation != "default")
+        problem(fmt::format("{}: generation must be greedy or default", gate));
+      if (g.max_new_tokens < 1 || g.max_new_tokens > 4096)
+        problem(fmt::format("{}: max_new_tokens must be from 1 to 4096", gate));
+      if (!g.min_identical) problem(fmt::format("{}: no threshold (min_identical)", gate));
     } else {
-      problem(fmt::format("{}: kind '{}' is not parity or eval", gate, g.kind));
+      problem(fmt::format("{}: kind '{}' is not parity, eval or generation", gate, g.kind));
     }
   }
   return problems;

@@ -19,7 +19,7 @@ struct ManifestBuild {
 };
 
 struct ManifestGate {
-  std::string name, build, device, kind;  // build: a precision of `builds`; kind: parity or eval
+  std::string name, build, device, kind;  // build: a precision of `builds`; kind: parity, eval or generation
   // The local checkpoint the gate builds from: the pinned Hub checkpoint, or a stand-in of the
   // same architecture where the Hub cannot be reached.
   std::string checkpoint;
@@ -31,6 +31,12 @@ struct ManifestGate {
   std::string data, against;
   int limit = 0;
   std::optional<double> min_top1, min_agreement;
+  // generation: the examples of `reference` (a seq2seq reference JSON) generated from their
+  // source ids, `generation` ("greedy" or "default": the checkpoint's own settings) with
+  // `max_new_tokens`; min_identical: the share of outputs with the reference's exact token ids.
+  std::string generation;
+  int max_new_tokens = 64;
+  std::optional<double> min_identical;
 };
 
 struct Manifest {

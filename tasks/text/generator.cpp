@@ -114,11 +114,13 @@ std::vector<int64_t> top_k(const float* scores, int64_t n, int64_t k) {
 
 class Run {
  public:
-  Run(Model& model, int64_t vocab, int64_t source_capacity, const GenerationConfig& g, int64_t max_length, int slots,
-      const std::vector<std::vector<int64_t>>& sources, const std::function<void(size_t)>& on_done)
+  Run(Model& model, int64_t vocab, int64_t source_capacity, int64_t target_capacity, const GenerationConfig& g,
+      int64_t max_length, int slots, const std::vector<std::vector<int64_t>>& sources,
+      const std::function<void(size_t)>& on_done)
       : model_(model),
         vocab_(vocab),
         source_capacity_(source_capacity),
+        target_capacity_(target_capacity),
         g_(g),
         max_length_(max_length),
         beams_(g.num_beams),
@@ -133,6 +135,11 @@ class Run {
   std::vector<GeneratedSequence> go() {
     model_.reset_states();
     source_length_.assign(static_cast<size_t>(rows_), 1);
+    // Caches sized for this call: its longest source, its longest output.
+    int64_t longest = 1;
+    for (const auto& src : sources_) longest = std::max<int64_t>(longest, static_cast<int64_t>(src.size()));
+    memory_ = HostTensor::zeros("memory_capacity", DType::I64, {std::min(source_capacity_, (longest + 7) / 8 * 8)});
+    cache_ = HostTensor::zeros("cache_capacity", DType::I64, {std::min(target_capacity_, (max_length_ + 7) / 8 * 8)});
     while (true) {
       refill();
       if (std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.source >= 0; })) break;
@@ -173,10 +180,10 @@ class Run {
       }
     }
     std::vector<HostTensor> out;
-    check(
-        model_.run({HostTensor::from_i64("ids", {batch, seq}, ids), HostTensor::from_i64("positions", {seq}, positions),
-                    HostTensor::from_i64("length", {batch}, lengths), HostTensor::from_i64("rows", {rows_}, rows)},
-                   &out, "encoder"));
+    check(model_.run(
+        {HostTensor::from_i64("ids", {batch, seq}, ids), HostTensor::from_i64("positions", {seq}, positions),
+         HostTensor::from_i64("length", {batch}, lengths), HostTensor::from_i64("rows", {rows_}, rows), memory_},
+        &out, "encoder"));
   }
 
   void start(Slot& s, int64_t source) {
@@ -205,7 +212,9 @@ class Run {
     std::vector<HostTensor> in = {HostTensor::from_i64("ids", {rows_, 1}, ids),
                                   HostTensor::from_i64("position", {rows_}, position),
                                   HostTensor::from_i64("length", {rows_}, length),
-                                  HostTensor::from_i64("source_length", {rows_}, source_length_)};
+                                  HostTensor::from_i64("source_length", {rows_}, source_length_),
+                                  memory_,
+                                  cache_};
     Scores scores;
     std::vector<HostTensor> out;
     if (device_top_k_) {
@@ -217,6 +226,10 @@ class Run {
           bans[s * beams_ + b] = banned_tokens(g_, slots_[s].running[b]);
           widest = std::max(widest, bans[s * beams_ + b].size());
         }
+      // Widths in powers of two: each width is a plan of its own (and a CUDA graph).
+      size_t width = 8;
+      while (width < widest) width *= 2;
+      widest = width;
       std::vector<int64_t> banned(static_cast<size_t>(rows_) * widest, -1);
       for (size_t r = 0; r < bans.size(); ++r) std::copy(bans[r].begin(), bans[r].end(), banned.begin() + r * widest);
       in.push_back(HostTensor::from_i64("banned", {rows_, static_cast<int64_t>(widest)}, banned));
@@ -245,7 +258,7 @@ class Run {
         reorder |= beam(slot, scores, parent.data() + base, base);
       if (slot.done) finish(slot);
     }
-    if (reorder) check(model_.run({HostTensor::from_i64("parent", {rows_}, parent)}, &out, "reorder"));
+    if (reorder) check(model_.run({HostTensor::from_i64("parent", {rows_}, parent), cache_}, &out, "reorder"));
   }
 
   // A step's scores: the vocabulary's logits per row, or each row's best tokens after bans.
@@ -401,7 +414,7 @@ class Run {
   static void check(const Status& st) { KILN_CHECK(st.ok(), "{}", st.message()); }
 
   Model& model_;
-  int64_t vocab_, source_capacity_;
+  int64_t vocab_, source_capacity_, target_capacity_;
   const GenerationConfig& g_;
   int64_t max_length_, beams_, rows_;
   const std::vector<std::vector<int64_t>>& sources_;
@@ -409,6 +422,7 @@ class Run {
   std::vector<Slot> slots_;
   std::deque<int64_t> waiting_;
   std::vector<int64_t> source_length_;
+  HostTensor memory_, cache_;  // inputs whose lengths size the caches
   std::vector<GeneratedSequence> results_;
   // Scores come from the device's best tokens unless a setting needs every logit (a repetition
   // penalty changes scores, not just bans) or beam search keeps more than they hold.
@@ -436,7 +450,7 @@ std::vector<GeneratedSequence> Seq2SeqGenerator::generate(const std::vector<std:
   // Positions past the decoder's capacity do not exist: longer requests stop there.
   const int64_t max_length = std::min(config.effective_max_length(), target_capacity_);
   slots = static_cast<int>(std::min<size_t>(static_cast<size_t>(slots), std::max<size_t>(sources.size(), 1)));
-  Run run(model_, vocab_, source_capacity_, config, max_length, slots, sources, on_done);
+  Run run(model_, vocab_, source_capacity_, target_capacity_, config, max_length, slots, sources, on_done);
   return run.go();
 }
 

@@ -47,16 +47,19 @@ double max_logit_error(Model& m, const test::Seq2SeqReference& ref, int i) {
   m.reset_states();
   std::vector<HostTensor> out;
   Status s = m.run({HostTensor::from_i64("ids", {1, n}, src), HostTensor::from_i64("positions", {n}, positions),
-                    HostTensor::from_i64("length", {1}, {n}), HostTensor::from_i64("rows", {1}, {0})},
+                    HostTensor::from_i64("length", {1}, {n}), HostTensor::from_i64("rows", {1}, {0}),
+                    HostTensor::zeros("memory_capacity", DType::I64, {n})},
                    &out, "encoder");
   EXPECT_TRUE(s.ok()) << "encoder: " << s.message();
   const Tensor logits = ref.tensors->to_float("logits." + std::to_string(i));
   const int64_t vocab = logits.dim(1);
   double worst = 0;
   for (int64_t p = 0; p < static_cast<int64_t>(dec.size()); ++p) {
-    s = m.run({HostTensor::from_i64("ids", {1, 1}, {dec[p]}), HostTensor::from_i64("position", {1}, {p}),
-               HostTensor::from_i64("length", {1}, {p + 1}), HostTensor::from_i64("source_length", {1}, {n})},
-              &out, "decoder_step");
+    s = m.run(
+        {HostTensor::from_i64("ids", {1, 1}, {dec[p]}), HostTensor::from_i64("position", {1}, {p}),
+         HostTensor::from_i64("length", {1}, {p + 1}), HostTensor::from_i64("source_length", {1}, {n}),
+         HostTensor::zeros("memory_capacity", DType::I64, {n}), HostTensor::zeros("cache_capacity", DType::I64, {16})},
+        &out, "decoder_step");
     EXPECT_TRUE(s.ok()) << "decoder_step: " << s.message();
     if (!s.ok()) return 1e30;
     worst = std::max(worst, test::max_abs_diff(out[0].as<float>(), logits.data.data() + p * vocab, vocab));

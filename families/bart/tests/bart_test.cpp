@@ -47,7 +47,8 @@ TEST_F(Bart, TeacherForcedLogitsMatchTransformers) {
     m.reset_states();
     std::vector<HostTensor> out;
     ASSERT_TRUE(m.run({HostTensor::from_i64("ids", {1, n}, src), HostTensor::from_i64("positions", {n}, positions),
-                       HostTensor::from_i64("length", {1}, {n}), HostTensor::from_i64("rows", {1}, {0})},
+                       HostTensor::from_i64("length", {1}, {n}), HostTensor::from_i64("rows", {1}, {0}),
+                       HostTensor::zeros("memory_capacity", DType::I64, {n})},
                       &out, "encoder")
                     .ok());
     const Tensor hidden = ref_->tensors->to_float("encoder_out." + std::to_string(i));
@@ -57,7 +58,9 @@ TEST_F(Bart, TeacherForcedLogitsMatchTransformers) {
     const int64_t vocab = logits.dim(1);
     for (int64_t p = 0; p < static_cast<int64_t>(dec.size()); ++p) {
       ASSERT_TRUE(m.run({HostTensor::from_i64("ids", {1, 1}, {dec[p]}), HostTensor::from_i64("position", {1}, {p}),
-                         HostTensor::from_i64("length", {1}, {p + 1}), HostTensor::from_i64("source_length", {1}, {n})},
+                         HostTensor::from_i64("length", {1}, {p + 1}), HostTensor::from_i64("source_length", {1}, {n}),
+                         HostTensor::zeros("memory_capacity", DType::I64, {n}),
+                         HostTensor::zeros("cache_capacity", DType::I64, {16})},
                         &out, "decoder_step")
                       .ok());
       ASSERT_EQ(out[0].numel(), vocab);
