@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
-#include <iostream>
 
 #include "cli/commands.h"
 #include "core/progress.h"

@@ -14,9 +14,12 @@ shutil.rmtree(out, ignore_errors=True)
 model = MarianMTModel.from_pretrained(src)
 try:
     model.save_pretrained(out, safe_serialization=False)
-except Exception as e:  # transformers versions that only write safetensors
+except Exception as e:
     print("save_pretrained(safe_serialization=False) failed:", e)
+# transformers versions that only write safetensors ignore the flag or fail: torch.save then.
+if not os.path.exists(f"{out}/pytorch_model.bin"):
     os.makedirs(out, exist_ok=True)
+    model.config.save_pretrained(out)
     torch.save(model.state_dict(), f"{out}/pytorch_model.bin")
 for f in os.listdir(src):
     if f not in ("model.safetensors", "config.json") and not os.path.exists(f"{out}/{f}"):
@@ -29,7 +32,10 @@ open("/tmp/fifty.txt", "w").write("\n".join(lines) + "\n")
 texts = {}
 for name, folder in (("safetensors", src), ("pytorch_model.bin", out)):
     bundle = f"/tmp/{name}.bundle"
-    subprocess.run([kiln, "build", folder, "-o", bundle], check=True)
+    built = subprocess.run([kiln, "build", folder, "-o", bundle], capture_output=True, text=True)
+    if built.returncode:
+        print(f"kiln build {name} failed: {built.stderr.strip()}")
+        sys.exit(1)
     texts[name] = subprocess.run([kiln, "translate", bundle, "--input", "/tmp/fifty.txt", "--device", "cpu"],
                                  check=True, capture_output=True, text=True).stdout
 same = texts["safetensors"] == texts["pytorch_model.bin"]

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <deque>
 #include <limits>
-#include <map>
 #include <numeric>
 #include <set>
 

@@ -2,6 +2,7 @@
 
 #include <sentencepiece_processor.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -26,10 +27,145 @@ std::unique_ptr<sentencepiece::SentencePieceProcessor> load_model(const nlohmann
   return sp;
 }
 
+// Whether a SentencePiece model proto says its model type is unigram (ModelProto field 2,
+// trainer_spec; TrainerSpec field 3, model_type: 1 unigram, the default). Read by hand because
+// the library's headers do not include its protobuf classes; the library parsed the same bytes
+// already, and this reader only walks fields with bounds checks.
+bool unigram_model(std::string_view proto) {
+  auto varint = [](std::string_view& b, uint64_t* v) {
+    *v = 0;
+    for (int shift = 0; shift < 64 && !b.empty(); shift += 7) {
+      const auto c = static_cast<uint8_t>(b.front());
+      b.remove_prefix(1);
+      *v |= static_cast<uint64_t>(c & 0x7f) << shift;
+      if (!(c & 0x80)) return true;
+    }
+    return false;
+  };
+  // The value of varint field `field` in a message, or -1; a length-delimited field `nested`
+  // is returned in *inner instead.
+  auto find = [&](std::string_view msg, uint64_t field, bool nested, std::string_view* inner) -> int64_t {
+    while (!msg.empty()) {
+      uint64_t key = 0, v = 0;
+      if (!varint(msg, &key)) return -1;
+      switch (key & 7) {
+        case 0:
+          if (!varint(msg, &v)) return -1;
+          if (!nested && key >> 3 == field) return static_cast<int64_t>(v);
+          break;
+        case 1:
+        case 5: {
+          const size_t n = (key & 7) == 1 ? 8 : 4;
+          if (msg.size() < n) return -1;
+          msg.remove_prefix(n);
+          break;
+        }
+        case 2:
+          if (!varint(msg, &v) || v > msg.size()) return -1;
+          if (nested && key >> 3 == field) {
+            *inner = msg.substr(0, v);
+            return 0;
+          }
+          msg.remove_prefix(v);
+          break;
+        default:
+          return -1;
+      }
+    }
+    return -1;
+  };
+  std::string_view trainer;
+  if (find(proto, 2, true, &trainer) != 0) return true;  // no trainer spec: the default, unigram
+  const int64_t type = find(trainer, 3, false, nullptr);
+  return type == -1 || type == 1;
+}
+
+// A unigram model's best segmentation, with exact ties going to the earlier split as
+// sentencepiece 0.2 breaks them ("000" as "0" "00", "...." as "." "..."); Debian's 0.1.97, which
+// kiln links, breaks them the other way. The library normalises and segments first; the
+// normalised text (its pieces joined) is segmented again here by the same Viterbi search over
+// the model's scores: float path sums, a character no piece covers as an unknown node scored
+// the lowest piece score less 10, consecutive unknown characters joined into one piece.
+class UnigramSegmenter {
+ public:
+  explicit UnigramSegmenter(const sentencepiece::SentencePieceProcessor& sp) {
+    float lowest = 0;
+    bool any = false;
+    for (int id = 0; id < sp.GetPieceSize(); ++id) {
+      if (sp.IsControl(id) || sp.IsUnknown(id) || sp.IsUnused(id) || sp.IsByte(id)) continue;
+      const std::string piece = sp.IdToPiece(id);
+      const float score = sp.GetScore(id);
+      score_.emplace(piece, score);
+      longest_ = std::max(longest_, piece.size());
+      lowest = any ? std::min(lowest, score) : score;
+      any = true;
+    }
+    unknown_score_ = lowest - 10.0f;
+  }
+
+  std::vector<std::string> segment(const std::vector<std::string>& library_pieces) const {
+    std::string text;
+    for (const auto& p : library_pieces) text += p;
+    std::vector<size_t> at;  // character boundaries
+    for (size_t b = 0; b < text.size(); ++b)
+      if ((static_cast<uint8_t>(text[b]) & 0xC0) != 0x80) at.push_back(b);
+    at.push_back(text.size());
+    const size_t n = at.size() - 1;
+    std::vector<float> best(n + 1, 0.0f);
+    std::vector<int64_t> from(n + 1, -1);
+    std::vector<bool> unknown(n + 1, false);  // the node ending there is an unknown character
+    from[0] = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (from[i] < 0) continue;
+      bool single = false;
+      for (size_t j = i + 1; j <= n && at[j] - at[i] <= longest_; ++j) {
+        const auto it = score_.find(text.substr(at[i], at[j] - at[i]));
+        if (it == score_.end()) continue;
+        single = single || j == i + 1;
+        relax(best, from, unknown, i, j, it->second, false);
+      }
+      if (!single) relax(best, from, unknown, i, i + 1, unknown_score_, true);
+    }
+    std::vector<std::string> out;
+    bool joined = false;  // the last piece out is unknown characters
+    std::vector<std::pair<size_t, bool>> path;
+    for (size_t j = n; j > 0; j = static_cast<size_t>(from[j])) path.emplace_back(j, unknown[j]);
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      const size_t j = it->first, i = static_cast<size_t>(from[j]);
+      const std::string piece = text.substr(at[i], at[j] - at[i]);
+      if (it->second && joined)
+        out.back() += piece;
+      else
+        out.push_back(piece);
+      joined = it->second;
+    }
+    return out;
+  }
+
+ private:
+  // A node from i to j: taken when strictly better, so that ties keep the earlier start.
+  static void relax(std::vector<float>& best, std::vector<int64_t>& from, std::vector<bool>& unknown, size_t i,
+                    size_t j, float score, bool is_unknown) {
+    const float candidate = best[i] + score;
+    if (from[j] >= 0 && !(candidate > best[j])) return;
+    best[j] = candidate;
+    from[j] = static_cast<int64_t>(i);
+    unknown[j] = is_unknown;
+  }
+
+  std::unordered_map<std::string, float> score_;
+  size_t longest_ = 0;
+  float unknown_score_ = 0;
+};
+
 class SentencePieceTokenizer : public TextTokenizer {
  public:
   explicit SentencePieceTokenizer(const nlohmann::json& c)
       : source_(load_model(c, "source_model")), target_(load_model(c, "target_model")) {
+    if (unigram_model(source_->serialized_model_proto()))
+      source_unigram_ = std::make_unique<UnigramSegmenter>(*source_);
+    if (unigram_model(target_->serialized_model_proto()))
+      target_unigram_ = std::make_unique<UnigramSegmenter>(*target_);
     KILN_CHECK(c.contains("vocab") && c["vocab"].is_object() && !c["vocab"].empty(),
                "[tokenizer] sentencepiece: 'vocab' must be a non-empty object");
     for (const auto& [piece, id] : c["vocab"].items()) {
@@ -45,7 +181,7 @@ class SentencePieceTokenizer : public TextTokenizer {
   }
 
   std::vector<int64_t> encode_source(std::string_view text, size_t max_tokens, bool* truncated) const override {
-    std::vector<int64_t> ids = encode(*source_, text);
+    std::vector<int64_t> ids = encode(*source_, source_unigram_.get(), text);
     *truncated = max_tokens >= 1 && ids.size() + 1 > max_tokens;
     if (*truncated) ids.resize(max_tokens - 1);
     ids.push_back(eos_);
@@ -53,7 +189,7 @@ class SentencePieceTokenizer : public TextTokenizer {
   }
 
   std::vector<int64_t> encode_target(std::string_view text) const override {
-    std::vector<int64_t> ids = encode(*target_, text);
+    std::vector<int64_t> ids = encode(*target_, target_unigram_.get(), text);
     ids.push_back(eos_);
     return ids;
   }
@@ -90,7 +226,8 @@ class SentencePieceTokenizer : public TextTokenizer {
   }
 
  private:
-  std::vector<int64_t> encode(const sentencepiece::SentencePieceProcessor& sp, std::string_view text) const {
+  std::vector<int64_t> encode(const sentencepiece::SentencePieceProcessor& sp, const UnigramSegmenter* unigram,
+                              std::string_view text) const {
     KILN_CHECK(valid_utf8(text), "[tokenizer] the text is not valid UTF-8");
     std::vector<int64_t> ids;
     // A leading target-language code (">>deu<<") is one token, not pieces.
@@ -104,6 +241,7 @@ class SentencePieceTokenizer : public TextTokenizer {
     std::vector<std::string> pieces;
     const auto status = sp.Encode(text, &pieces);
     KILN_CHECK(status.ok(), "[tokenizer] cannot encode: {}", status.ToString());
+    if (unigram) pieces = unigram->segment(pieces);
     for (const auto& p : pieces) ids.push_back(id_of(p));
     return ids;
   }
@@ -115,6 +253,7 @@ class SentencePieceTokenizer : public TextTokenizer {
   }
 
   std::unique_ptr<sentencepiece::SentencePieceProcessor> source_, target_;
+  std::unique_ptr<UnigramSegmenter> source_unigram_, target_unigram_;
   std::unordered_map<std::string, int64_t> vocab_;
   std::map<int64_t, std::string> pieces_;
   std::set<int64_t> special_;

@@ -3,6 +3,10 @@
 // and beam search, one source at a time and batched.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <map>
+
 #include "tests/seq2seq_reference.h"
 
 namespace kiln::test {
@@ -33,6 +37,30 @@ TEST_F(Marian, TokenizerMatchesTransformers) {
     ASSERT_TRUE(generator_->tokenize(c["text"].get<std::string>(), false, &ids).ok());
     EXPECT_EQ(ids, c["ids"].get<std::vector<int64_t>>()) << c["text"];
   }
+}
+
+// Segmentations of equal score split as sentencepiece 0.2 (transformers' side) splits them:
+// "...." as "." "..." and "000" as "0" "00" (transformers' ids for WMT22 en-ru line 1483, and
+// the pieces of en-de line 362).
+TEST_F(Marian, ExactScoreTiesSplitLikeSentencepieceTwo) {
+  std::ifstream in(data_path("checkpoints/marian-tiny-en-de/vocab.json"));
+  const nlohmann::json vocab = nlohmann::json::parse(in);
+  std::map<int64_t, std::string> piece;
+  for (const auto& [p, id] : vocab.items()) piece[id.get<int64_t>()] = p;
+  auto pieces = [&](const std::string& text) {
+    std::vector<int64_t> ids;
+    EXPECT_TRUE(generator_->tokenize(text, false, &ids).ok());
+    std::vector<std::string> out;
+    for (int64_t id : ids) out.push_back(piece[id]);
+    return out;
+  };
+  const auto told = pieces("I told ya so....");
+  ASSERT_GE(told.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(told.end() - 3, told.end()), (std::vector<std::string>{".", "...", "</s>"}));
+  const auto pounds = pieces("levels are £500, £1000 and £2500");
+  const auto at = std::find(pounds.begin(), pounds.end(), "00");
+  ASSERT_NE(at, pounds.end());
+  EXPECT_EQ(*(at - 1), "0") << "1000 should be 1 0 00, not 1 00 0";
 }
 
 TEST_F(Marian, TeacherForcedLogitsMatchTransformers) {
