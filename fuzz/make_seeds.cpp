@@ -1,9 +1,11 @@
 // Writes small valid inputs for the fuzz targets' corpora: two bundles (an image classifier;
-// two graphs with integer inputs, a constant shared by both and a state), a safetensors file and
-// torch.save archives (a state dict, a pickle that calls os.system, the legacy format).
+// two graphs with integer inputs, a constant shared by both and a state), a safetensors file,
+// torch.save archives (a state dict, a pickle that calls os.system, the legacy format) and
+// tokenizer inputs.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -130,12 +132,31 @@ void write_torch_seeds(const std::string& dir) {
 
 }  // namespace
 
+// Tokenizer seeds: text (mode 0), a byte-level BPE config (mode 1) and, when the test data has
+// one, a real SentencePiece model from a checkpoint (mode 2).
+void write_tokenizer_seeds(const std::string& dir, const std::string& data) {
+  write_file(dir + "/text", std::string(1, '\0') + "The 1000 cats sat.... \xC3\xA9t\xC3\xA9 <mask> \xF0\x9F\x98\x80");
+  write_file(dir + "/config",
+             std::string("\x01") + R"({"type": "byte_bpe", "vocab": {"a": 0, "b": 1, "ab": 2, "<s>": 3, "</s>": 4},)" +
+                 R"( "merges": ["a b"], "added": ["<s>", "</s>"], "bos": 3, "eos": 4, "special_ids": [3, 4]})");
+  std::error_code ec;
+  for (const auto& ckpt : std::filesystem::directory_iterator(data + "/checkpoints", ec)) {
+    std::ifstream spm(ckpt.path() / "source.spm", std::ios::binary);
+    if (!spm.good()) continue;
+    write_file(dir + "/sentencepiece", "\x02" + std::string(std::istreambuf_iterator<char>(spm), {}));
+    return;
+  }
+}
+
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: make_seeds BUNDLE_CORPUS_DIR SAFETENSORS_CORPUS_DIR TORCH_CORPUS_DIR\n");
+  if (argc != 6) {
+    std::fprintf(stderr,
+                 "usage: make_seeds BUNDLE_CORPUS_DIR SAFETENSORS_CORPUS_DIR TORCH_CORPUS_DIR TOKENIZER_CORPUS_DIR "
+                 "TEST_DATA_DIR\n");
     return 2;
   }
-  for (int i = 1; i < 4; ++i) std::filesystem::create_directories(argv[i]);
+  for (int i = 1; i < 5; ++i) std::filesystem::create_directories(argv[i]);
+  write_tokenizer_seeds(argv[4], argv[5]);
   kiln::write_bundle(std::string(argv[1]) + "/classifier.bundle", classifier(), kiln::BuildInfo{});
   kiln::write_bundle(std::string(argv[1]) + "/two-graphs.bundle", two_graphs(), kiln::BuildInfo{});
   std::string header =
