@@ -13,9 +13,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class SafetensorsTensors : public TensorFile {
+// A reader of one format (SafetensorsFile, TorchCheckpointFile: both list tensors() with
+// shapes and convert to_float) behind the TensorFile interface.
+template <typename File>
+class FileTensors : public TensorFile {
  public:
-  explicit SafetensorsTensors(const std::string& path) : f_(path) {}
+  explicit FileTensors(const std::string& path) : f_(path) {}
   std::vector<std::string> names() const override {
     std::vector<std::string> out;
     for (const auto& [name, info] : f_.tensors()) out.push_back(name);
@@ -25,28 +28,13 @@ class SafetensorsTensors : public TensorFile {
   Tensor to_float(const std::string& name) const override { return f_.to_float(name); }
 
  private:
-  SafetensorsFile f_;
+  File f_;
 };
 
-class TorchTensors : public TensorFile {
- public:
-  explicit TorchTensors(const std::string& path) : f_(path) {}
-  std::vector<std::string> names() const override {
-    std::vector<std::string> out;
-    for (const auto& [name, info] : f_.tensors()) out.push_back(name);
-    return out;
-  }
-  std::vector<int64_t> shape(const std::string& name) const override { return f_.info(name).shape; }
-  Tensor to_float(const std::string& name) const override { return f_.to_float(name); }
-
- private:
-  TorchCheckpointFile f_;
-};
-
-std::unique_ptr<TensorFile> open_safetensors(const std::string& path) {
-  return std::make_unique<SafetensorsTensors>(path);
+template <typename File>
+std::unique_ptr<TensorFile> open_tensors(const std::string& path) {
+  return std::make_unique<FileTensors<File>>(path);
 }
-std::unique_ptr<TensorFile> open_torch(const std::string& path) { return std::make_unique<TorchTensors>(path); }
 
 // The weight files of one format: the single file, else the shards its index lists; none
 // when neither exists.
@@ -95,8 +83,8 @@ Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
     const char* index;
     std::unique_ptr<TensorFile> (*open)(const std::string&);
   };
-  const Format formats[] = {{"model.safetensors", "model.safetensors.index.json", open_safetensors},
-                            {"pytorch_model.bin", "pytorch_model.bin.index.json", open_torch}};
+  const Format formats[] = {{"model.safetensors", "model.safetensors.index.json", open_tensors<SafetensorsFile>},
+                            {"pytorch_model.bin", "pytorch_model.bin.index.json", open_tensors<TorchCheckpointFile>}};
   for (const Format& f : formats) {
     std::vector<std::string> shard_names = shards(dir, f.single, f.index);
     if (shard_names.empty()) continue;
