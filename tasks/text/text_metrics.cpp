@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace kiln {
 namespace {
@@ -27,38 +28,6 @@ constexpr int kChrfBetaSquared = 4;  // beta 2
 
 using Text = std::u32string;
 using NgramCounts = std::unordered_map<Text, int64_t>;
-
-struct Utf8Lead {
-  int extra;           // continuation bytes that follow; -1: the byte cannot start a character
-  char32_t bits, min;  // payload bits of the lead byte; smallest code point needing this length
-};
-
-Utf8Lead utf8_lead(unsigned char byte) {
-  if (byte < 0x80) return {0, byte, 0};
-  if ((byte & 0xE0) == 0xC0) return {1, byte & 0x1Fu, 0x80};
-  if ((byte & 0xF0) == 0xE0) return {2, byte & 0x0Fu, 0x800};
-  if ((byte & 0xF8) == 0xF0) return {3, byte & 0x07u, 0x10000};
-  return {-1, 0, 0};
-}
-
-// Strict UTF-8 as Python decodes it: no overlong forms, surrogates or code points past U+10FFFF.
-bool decode_utf8(std::string_view in, Text& out) {
-  out.clear();
-  for (size_t i = 0; i < in.size();) {
-    const Utf8Lead lead = utf8_lead(static_cast<unsigned char>(in[i]));
-    if (lead.extra < 0 || in.size() - i <= static_cast<size_t>(lead.extra)) return false;
-    char32_t cp = lead.bits;
-    for (int k = 1; k <= lead.extra; ++k) {
-      const auto next = static_cast<unsigned char>(in[i + k]);
-      if ((next & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (next & 0x3F);
-    }
-    if (cp < lead.min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    out.push_back(cp);
-    i += lead.extra + 1;
-  }
-  return true;
-}
 
 Text decode_line(const std::string& line, const char* metric, const char* side, size_t index) {
   Text text;

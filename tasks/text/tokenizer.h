@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"
+
 namespace kiln {
 
 class TextTokenizer {
@@ -28,8 +30,5 @@ class TextTokenizer {
 };
 
 std::unique_ptr<TextTokenizer> make_tokenizer(const nlohmann::json& config);
-
-// Whether text is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
-bool valid_utf8(std::string_view text);
 
 }  // namespace kiln
