@@ -1,9 +1,14 @@
 #include "checkpoints/seq2seq_checkpoint.h"
 
+#include <filesystem>
+
 #include "core/error.h"
 #include "core/json_int.h"
+#include "tasks/text/generation_config.h"
 
 namespace kiln {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -83,6 +88,26 @@ EncoderDecoderWeights read_encoder_decoder_embeddings(Checkpoint& ckpt, const En
   }
   w.load = [&ckpt, who](const std::string& name, const Shape& shape) { return load_checked(ckpt, name, shape, who); };
   return w;
+}
+
+void reject_config(const nlohmann::json& cfg, const char* key, const nlohmann::json& supported, const char* what,
+                   const std::string& who) {
+  const auto it = cfg.find(key);
+  KILN_CHECK(it == cfg.end() || it->is_null() || *it == supported, "[{}] config {} = {} ({}) is not supported", who,
+             key, it->dump(), what);
+}
+
+nlohmann::json encoder_decoder_task_config(const Checkpoint& ckpt, const EncoderDecoderConfig& c,
+                                           nlohmann::json tokenizer, const std::string& who) {
+  const fs::path generation_file = fs::path(ckpt.dir()) / "generation_config.json";
+  const nlohmann::json generation =
+      fs::exists(generation_file) ? read_json_file(generation_file.string(), who.c_str()) : nlohmann::json::object();
+  return {{"graph", "encoder"},
+          {"tokenizer", std::move(tokenizer)},
+          {"generation", GenerationConfig::from_hf(ckpt.config(), generation, c.vocab).to_json()},
+          {"vocab_size", c.vocab},
+          {"source_capacity", c.source_capacity},
+          {"target_capacity", c.target_capacity}};
 }
 
 void require_all_used(const Checkpoint& ckpt, const std::string& who) {

@@ -27,6 +27,17 @@ EncoderDecoderWeights read_encoder_decoder_embeddings(Checkpoint& ckpt, const En
 // A tensor the checkpoint must hold with this shape.
 Tensor load_checked(Checkpoint& ckpt, const std::string& name, const Shape& shape, const std::string& who);
 
+// Fails when config `key` is set (not null) to anything but `supported`: `what` names the
+// feature that setting would need.
+void reject_config(const nlohmann::json& config, const char* key, const nlohmann::json& supported, const char* what,
+                   const std::string& who);
+
+// The task settings a bundle's text generator reads (api/text_generator.cpp): graph, tokenizer,
+// the checkpoint's generation settings (its generation_config.json over config.json's legacy
+// keys), vocabulary size and capacities.
+nlohmann::json encoder_decoder_task_config(const Checkpoint& ckpt, const EncoderDecoderConfig& c,
+                                           nlohmann::json tokenizer, const std::string& who);
+
 // Fails naming the first tensor the build left unread (an architecture feature kiln ignores
 // would otherwise go unnoticed).
 void require_all_used(const Checkpoint& ckpt, const std::string& who);

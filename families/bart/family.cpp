@@ -11,7 +11,6 @@
 #include "core/error.h"
 #include "graph/encoder_decoder.h"
 #include "graph/family_registry.h"
-#include "tasks/text/generation_config.h"
 
 namespace kiln::bart {
 
@@ -29,12 +28,6 @@ NamedTensor positions(Checkpoint& ckpt, const std::string& side, const EncoderDe
   Tensor t({count, c.d_model});
   std::copy(stored.data.begin() + kPositionOffset * c.d_model, stored.data.end(), t.data.begin());
   return {name + ".from_2", std::move(t)};
-}
-
-void reject(const nlohmann::json& cfg, const char* key, const nlohmann::json& supported, const char* what) {
-  const auto it = cfg.find(key);
-  KILN_CHECK(it == cfg.end() || it->is_null() || *it == supported, "[bart] config {} = {} ({}) is not supported", key,
-             it->dump(), what);
 }
 
 std::vector<std::string> merges(const fs::path& path) {
@@ -78,11 +71,11 @@ class Bart : public Family {
  public:
   ModelDefinition build(Checkpoint& ckpt) const override {
     const auto& cfg = ckpt.config();
-    reject(cfg, "normalize_before", false, "pre-norm layers");
-    reject(cfg, "add_final_layer_norm", false, "a final layer norm");
-    reject(cfg, "normalize_embedding", true, "no embedding layer norm");
-    reject(cfg, "static_position_embeddings", false, "sinusoidal positions");
-    reject(cfg, "add_bias_logits", false, "a logits bias layer");
+    reject_config(cfg, "normalize_before", false, "pre-norm layers", "bart");
+    reject_config(cfg, "add_final_layer_norm", false, "a final layer norm", "bart");
+    reject_config(cfg, "normalize_embedding", true, "no embedding layer norm", "bart");
+    reject_config(cfg, "static_position_embeddings", false, "sinusoidal positions", "bart");
+    reject_config(cfg, "add_bias_logits", false, "a logits bias layer", "bart");
     EncoderDecoderConfig c = read_encoder_decoder_config(cfg, "bart");
     if (cfg.value("scale_embedding", false) == true) c.embed_scale = std::sqrt(static_cast<float>(c.d_model));
     c.embedding_norm = true;
@@ -97,16 +90,7 @@ class Bart : public Family {
     build_encoder_decoder(def, c, w);
     require_all_used(ckpt, "bart");
 
-    const fs::path dir = ckpt.dir();
-    const nlohmann::json generation = fs::exists(dir / "generation_config.json")
-                                          ? read_json_file((dir / "generation_config.json").string(), "bart")
-                                          : nlohmann::json::object();
-    def.task_config = {{"graph", "encoder"},
-                       {"tokenizer", tokenizer_config(dir, c.vocab)},
-                       {"generation", GenerationConfig::from_hf(cfg, generation, c.vocab).to_json()},
-                       {"vocab_size", c.vocab},
-                       {"source_capacity", c.source_capacity},
-                       {"target_capacity", c.target_capacity}};
+    def.task_config = encoder_decoder_task_config(ckpt, c, tokenizer_config(ckpt.dir(), c.vocab), "bart");
     return def;
   }
 };

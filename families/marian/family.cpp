@@ -13,7 +13,6 @@
 #include "core/error.h"
 #include "graph/encoder_decoder.h"
 #include "graph/family_registry.h"
-#include "tasks/text/generation_config.h"
 
 namespace kiln::marian {
 
@@ -52,12 +51,6 @@ NamedTensor positions(Checkpoint& ckpt, const std::string& side, const EncoderDe
   return {"model.sinusoidal_positions", sinusoidal_positions(count, c.d_model)};
 }
 
-void reject(const nlohmann::json& cfg, const char* key, const nlohmann::json& supported, const char* what) {
-  const auto it = cfg.find(key);
-  KILN_CHECK(it == cfg.end() || it->is_null() || *it == supported, "[marian] config {} = {} ({}) is not supported", key,
-             it->dump(), what);
-}
-
 nlohmann::json tokenizer_config(const fs::path& dir, const nlohmann::json& vocab) {
   KILN_CHECK(!fs::exists(dir / "target_vocab.json"),
              "[marian] {} has a separate target vocabulary (target_vocab.json), which is not supported", dir.string());
@@ -80,11 +73,11 @@ class Marian : public Family {
  public:
   ModelDefinition build(Checkpoint& ckpt) const override {
     const auto& cfg = ckpt.config();
-    reject(cfg, "share_encoder_decoder_embeddings", true, "separate source and target vocabularies");
-    reject(cfg, "normalize_before", false, "pre-norm layers");
-    reject(cfg, "add_final_layer_norm", false, "a final layer norm");
-    reject(cfg, "normalize_embedding", false, "an embedding layer norm");
-    reject(cfg, "static_position_embeddings", true, "learned positions");
+    reject_config(cfg, "share_encoder_decoder_embeddings", true, "separate source and target vocabularies", "marian");
+    reject_config(cfg, "normalize_before", false, "pre-norm layers", "marian");
+    reject_config(cfg, "add_final_layer_norm", false, "a final layer norm", "marian");
+    reject_config(cfg, "normalize_embedding", false, "an embedding layer norm", "marian");
+    reject_config(cfg, "static_position_embeddings", true, "learned positions", "marian");
     EncoderDecoderConfig c = read_encoder_decoder_config(cfg, "marian");
     if (cfg.value("scale_embedding", false) == true) c.embed_scale = std::sqrt(static_cast<float>(c.d_model));
     if (cfg.contains("decoder_vocab_size") && !cfg["decoder_vocab_size"].is_null())
@@ -103,15 +96,7 @@ class Marian : public Family {
     const fs::path dir = ckpt.dir();
     const nlohmann::json vocab = read_json_file((dir / "vocab.json").string(), "marian");
     KILN_CHECK(vocab.is_object(), "[marian] vocab.json is not an object");
-    const nlohmann::json generation = fs::exists(dir / "generation_config.json")
-                                          ? read_json_file((dir / "generation_config.json").string(), "marian")
-                                          : nlohmann::json::object();
-    def.task_config = {{"graph", "encoder"},
-                       {"tokenizer", tokenizer_config(dir, vocab)},
-                       {"generation", GenerationConfig::from_hf(cfg, generation, c.vocab).to_json()},
-                       {"vocab_size", c.vocab},
-                       {"source_capacity", c.source_capacity},
-                       {"target_capacity", c.target_capacity}};
+    def.task_config = encoder_decoder_task_config(ckpt, c, tokenizer_config(dir, vocab), "marian");
     return def;
   }
 };
