@@ -7,8 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -62,6 +64,44 @@ inline std::vector<std::vector<int64_t>> reference_sources(const Seq2SeqReferenc
   std::vector<std::vector<int64_t>> out;
   for (const auto& e : ref.json["examples"]) out.push_back(e["source_ids"].get<std::vector<int64_t>>());
   return out;
+}
+
+// Source i of the reference through the encoder (batch 1) and the decoder_step graph, teacher-forced
+// with its decoder_input_ids: the largest |difference| from transformers' encoder output and
+// logits; infinity where a run fails or gives the wrong number of values.
+struct TeacherForcedError {
+  double encoder = 0, logits = 0;
+};
+inline TeacherForcedError teacher_forced_error(Model& m, const Seq2SeqReference& ref, int i) {
+  constexpr double kFailed = std::numeric_limits<double>::infinity();
+  const std::string at = std::to_string(i);
+  const auto src = ref.ids("source_ids." + at), dec = ref.ids("decoder_input_ids." + at);
+  const int64_t n = static_cast<int64_t>(src.size());
+  std::vector<int64_t> positions(src.size());
+  for (int64_t p = 0; p < n; ++p) positions[p] = p;
+  const HostTensor memory = HostTensor::zeros("memory_capacity", DType::I64, {n});
+  m.reset_states();
+  std::vector<HostTensor> out;
+  Status s = m.run({HostTensor::from_i64("ids", {1, n}, src), HostTensor::from_i64("positions", {n}, positions),
+                    HostTensor::from_i64("length", {1}, {n}), HostTensor::from_i64("rows", {1}, {0}), memory},
+                   &out, "encoder");
+  EXPECT_TRUE(s.ok()) << "encoder: " << s.message();
+  const Tensor hidden = ref.tensors->to_float("encoder_out." + at), logits = ref.tensors->to_float("logits." + at);
+  TeacherForcedError e;
+  e.encoder = s.ok() && out[0].numel() == hidden.numel()
+                  ? max_abs_diff(out[0].as<float>(), hidden.data.data(), hidden.data.size())
+                  : kFailed;
+  const int64_t vocab = logits.dim(1);
+  for (int64_t p = 0; p < static_cast<int64_t>(dec.size()); ++p) {
+    s = m.run({HostTensor::from_i64("ids", {1, 1}, {dec[p]}), HostTensor::from_i64("position", {1}, {p}),
+               HostTensor::from_i64("length", {1}, {p + 1}), HostTensor::from_i64("source_length", {1}, {n}), memory,
+               HostTensor::zeros("cache_capacity", DType::I64, {16})},
+              &out, "decoder_step");
+    EXPECT_TRUE(s.ok()) << "decoder_step: " << s.message();
+    if (!s.ok() || out[0].numel() != vocab) return {e.encoder, kFailed};
+    e.logits = std::max(e.logits, max_abs_diff(out[0].as<float>(), logits.data.data() + p * vocab, vocab));
+  }
+  return e;
 }
 
 // Generation from the reference's source ids with `options`; every output's ids and text

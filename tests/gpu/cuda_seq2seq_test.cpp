@@ -38,35 +38,6 @@ int matches(TextGenerator& t, const test::Seq2SeqReference& ref, const std::stri
   return same;
 }
 
-// Teacher forcing through the encoder and decoder_step graphs: logits against transformers'.
-double max_logit_error(Model& m, const test::Seq2SeqReference& ref, int i) {
-  const auto src = ref.ids("source_ids." + std::to_string(i)), dec = ref.ids("decoder_input_ids." + std::to_string(i));
-  const int64_t n = static_cast<int64_t>(src.size());
-  std::vector<int64_t> positions(src.size());
-  for (int64_t p = 0; p < n; ++p) positions[p] = p;
-  m.reset_states();
-  std::vector<HostTensor> out;
-  Status s = m.run({HostTensor::from_i64("ids", {1, n}, src), HostTensor::from_i64("positions", {n}, positions),
-                    HostTensor::from_i64("length", {1}, {n}), HostTensor::from_i64("rows", {1}, {0}),
-                    HostTensor::zeros("memory_capacity", DType::I64, {n})},
-                   &out, "encoder");
-  EXPECT_TRUE(s.ok()) << "encoder: " << s.message();
-  const Tensor logits = ref.tensors->to_float("logits." + std::to_string(i));
-  const int64_t vocab = logits.dim(1);
-  double worst = 0;
-  for (int64_t p = 0; p < static_cast<int64_t>(dec.size()); ++p) {
-    s = m.run(
-        {HostTensor::from_i64("ids", {1, 1}, {dec[p]}), HostTensor::from_i64("position", {1}, {p}),
-         HostTensor::from_i64("length", {1}, {p + 1}), HostTensor::from_i64("source_length", {1}, {n}),
-         HostTensor::zeros("memory_capacity", DType::I64, {n}), HostTensor::zeros("cache_capacity", DType::I64, {16})},
-        &out, "decoder_step");
-    EXPECT_TRUE(s.ok()) << "decoder_step: " << s.message();
-    if (!s.ok()) return 1e30;
-    worst = std::max(worst, test::max_abs_diff(out[0].as<float>(), logits.data.data() + p * vocab, vocab));
-  }
-  return worst;
-}
-
 TEST(CudaSeq2Seq, TeacherForcedLogitsMatchTransformers) {
   REQUIRE_GPU();
   for (const auto& f : kFixtures)
@@ -75,7 +46,7 @@ TEST(CudaSeq2Seq, TeacherForcedLogitsMatchTransformers) {
       std::unique_ptr<TextGenerator> t;
       ASSERT_TRUE(TextGenerator::load(test::seq2seq_bundle(f, precision), &t, "cuda").ok());
       double worst = 0;
-      for (int i = 0; i < 8; ++i) worst = std::max(worst, max_logit_error(t->model(), ref, i));
+      for (int i = 0; i < 8; ++i) worst = std::max(worst, test::teacher_forced_error(t->model(), ref, i).logits);
       std::printf("%s %s: teacher-forced logits within %.3g of transformers\n", f.c_str(), precision, worst);
       EXPECT_LT(worst, std::string(precision) == "fp32" ? 1e-3 : 0.1) << f << " " << precision;
     }
