@@ -11,9 +11,12 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "checkpoints/safetensors.h"
 #include "kiln/kiln.h"
@@ -38,12 +41,21 @@ struct Seq2SeqReference {
 };
 
 // Builds the checkpoint (folder under checkpoints/ of the test data) once per test process,
-// into the temporary folder.
+// into the temporary folder under a name of this process (tests run in parallel must not read
+// each other's half-written bundles); removed when the process ends.
 inline std::string seq2seq_bundle(const std::string& checkpoint, const std::string& precision = "fp32") {
-  static std::set<std::string> built;
-  const std::string out =
-      (std::filesystem::temp_directory_path() / ("kiln-test-" + checkpoint + "-" + precision + ".bundle")).string();
-  if (built.insert(out).second) {
+  struct Built {
+    std::set<std::string> paths;
+    ~Built() {
+      std::error_code ec;
+      for (const auto& p : paths) std::filesystem::remove(p, ec);
+    }
+  };
+  static Built built;
+  const std::string out = (std::filesystem::temp_directory_path() /
+                           ("kiln-test-" + std::to_string(getpid()) + "-" + checkpoint + "-" + precision + ".bundle"))
+                              .string();
+  if (built.paths.insert(out).second) {
     BuildOptions o;
     o.precision = precision;
     BuildResult r;
@@ -52,6 +64,26 @@ inline std::string seq2seq_bundle(const std::string& checkpoint, const std::stri
   }
   return out;
 }
+
+// A fixture's reference and CPU generator, loaded once per process by the first test that asks;
+// a bundle that does not build or load fails every test (a failure in SetUpTestSuite would
+// report them as skipped).
+struct Seq2SeqFixture {
+  std::unique_ptr<Seq2SeqReference> ref;
+  std::unique_ptr<TextGenerator> generator;
+  std::string error;
+
+  static Seq2SeqFixture& get(const std::string& fixture) {
+    static std::map<std::string, Seq2SeqFixture> loaded;
+    auto [it, fresh] = loaded.try_emplace(fixture);
+    if (fresh) {
+      it->second.ref = std::make_unique<Seq2SeqReference>(fixture);
+      const Status s = TextGenerator::load(seq2seq_bundle(fixture), &it->second.generator, "cpu");
+      if (!s.ok()) it->second.error = s.message();
+    }
+    return it->second;
+  }
+};
 
 // transformers pads batched outputs with the pad token after EOS; kiln returns each sequence
 // alone.

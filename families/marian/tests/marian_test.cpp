@@ -16,20 +16,15 @@ const char* kFixture = "marian-tiny-en-de";
 
 class Marian : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    ref_ = new Seq2SeqReference(kFixture);
-    const Status s = TextGenerator::load(seq2seq_bundle(kFixture), &generator_, "cpu");
-    ASSERT_TRUE(s.ok()) << s.message();
+  void SetUp() override {
+    Seq2SeqFixture& f = Seq2SeqFixture::get(kFixture);
+    ASSERT_TRUE(f.generator) << f.error;
+    ref_ = f.ref.get();
+    generator_ = f.generator.get();
   }
-  static void TearDownTestSuite() {
-    delete ref_;
-    generator_.reset();
-  }
-  static Seq2SeqReference* ref_;
-  static std::unique_ptr<TextGenerator> generator_;
+  Seq2SeqReference* ref_ = nullptr;
+  TextGenerator* generator_ = nullptr;
 };
-Seq2SeqReference* Marian::ref_ = nullptr;
-std::unique_ptr<TextGenerator> Marian::generator_;
 
 TEST_F(Marian, TokenizerMatchesTransformers) {
   for (const auto& c : ref_->json["tokenizer_checks"]) {
