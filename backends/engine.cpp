@@ -39,14 +39,25 @@ StateStore::~StateStore() {
 StateStore::Entry& StateStore::get(const std::string& name, const std::shared_ptr<Backend>& backend, DType dtype,
                                    const Shape& shape) {
   auto it = entries_.find(name);
+  const size_t bytes = value_bytes(dtype, shape);
   if (it != entries_.end()) {
     Entry& e = it->second;
     // Engines of one model have backends of their own, on the same device: its memory serves them all.
-    if (e.backend->device() == backend->device() && e.dtype == dtype && e.shape == shape) return e;
+    if (e.backend->device() == backend->device() && e.dtype == dtype) {
+      if (e.shape == shape) return e;
+      // Another size where the memory holds it (a generate call's cache capacities): the state
+      // is made anew in place, so that the plans made for other sizes keep valid pointers.
+      if (bytes <= e.bytes) {
+        e.shape = shape;
+        e.backend->zero(e.data, e.bytes);
+        e.backend->synchronize();
+        return e;
+      }
+    }
     e.backend->release(e.data);
     entries_.erase(it);
   }
-  Entry e{backend, nullptr, dtype, shape, value_bytes(dtype, shape)};
+  Entry e{backend, nullptr, dtype, shape, bytes};
   e.data = backend->allocate(e.bytes);
   backend->zero(e.data, e.bytes);
   backend->synchronize();
@@ -87,6 +98,10 @@ struct Engine::Impl {
   std::map<std::string, nlohmann::json> saved;           // plan key -> {node name: variant}
   std::map<std::string, std::unique_ptr<Plan>> plans;
   std::map<std::string, std::vector<int>> tuned;  // plan key -> variants, kept when a plan is rebuilt
+  // A kernel's problem (op, form, its tensors' types and shapes) -> the variant timed fastest:
+  // a transformer's layers share a few GEMM shapes, and plans that differ only where a node
+  // does not look (a decoder step's cache sizes) have the same problems, so each is timed once.
+  std::map<std::string, int> problem_tuned;
   Observer observer;
   int fallback_nodes = 0;
 
@@ -412,6 +427,13 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (!kernels[i] || kernels[i]->variants() < 2 || node_backend[i] != 0) continue;
       if (stateful && nodes[i].def().in_place()) continue;
+      std::string problem = nodes[i].op + " " + kernels[i]->describe();
+      for (const auto* refs : {&plan.args[i].inputs, &plan.args[i].outputs})
+        for (const TensorRef& t : *refs) problem += fmt::format("|{} {}", dtype_name(t.dtype), to_string(t.shape));
+      if (auto t = problem_tuned.find(problem); t != problem_tuned.end()) {
+        plan.variants[i] = t->second;
+        continue;
+      }
       double best = 1e30;
       for (int v = 0; v < kernels[i]->variants(); ++v) {
         if (!runs(i, v)) continue;
@@ -424,6 +446,7 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
           plan.variants[i] = v;
         }
       }
+      problem_tuned[problem] = plan.variants[i];
     }
   }
   tuned[key] = plan.variants;

@@ -47,9 +47,10 @@ class StateStore {
     void* data = nullptr;
     DType dtype = DType::F32;
     Shape shape;
-    size_t bytes = 0;
+    size_t bytes = 0;  // allocated, at least the shape's
   };
-  // The state's memory for this shape on this backend (kept if it matches, else made anew).
+  // The state's memory for this shape on this backend: kept if it matches, zeroed and reused if
+  // it is large enough (other plans keep their pointers), else made anew (a new generation).
   Entry& get(const std::string& name, const std::shared_ptr<Backend>& backend, DType dtype, const Shape& shape);
   void reset();                                        // zero every state
   uint64_t generation() const { return generation_; }  // changes whenever a state is made anew

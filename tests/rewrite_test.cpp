@@ -8,6 +8,7 @@
 #include "graph/family_registry.h"
 #include "graph/rewrites/rewrite.h"
 #include "tests/gpu/test_graphs.h"
+#include "tests/transformer_graphs.h"
 
 namespace kiln {
 namespace {
@@ -22,6 +23,7 @@ class FusingBackend : public CpuBackend {
   }
   void fuse(Graph& g) const override {
     const RewriteContext c{name(), [this](const Graph& graph, const Node& n) { return supports(graph, n); }};
+    transpose_as_reshape(g, c);
     fold_input_layout(g, c);
     fuse_conv_mean(g, c);
     fuse_mlp(g, c);
@@ -35,10 +37,10 @@ class FusingBackend : public CpuBackend {
   bool fp16_;
 };
 
-std::unique_ptr<Engine> fusing_engine(const ModelDefinition& def, bool fp16) {
+std::unique_ptr<Engine> fusing_engine(const ModelDefinition& def, bool fp16, const std::string& graph = "") {
   EngineOptions o;
   o.backend = std::make_shared<FusingBackend>(fp16);
-  return std::make_unique<Engine>(def.graph(), def.constants(), o);
+  return std::make_unique<Engine>(graph.empty() ? def.graph() : def.graph(graph), def.constants(), o);
 }
 
 std::map<std::string, int> op_counts(const Engine& e) {
@@ -71,6 +73,27 @@ TEST(Rewrites, TheMBConvPathFusesAndComputesTheSame) {
   EXPECT_EQ(f32_activations, 3);
   const std::vector<float> h = test::logits(*half, input);
   EXPECT_LT(test::rel_l2(h.data(), want.data(), want.size()), 5e-3);
+}
+
+// A decoder step's head splits and merges move only the step's dim of 1: views, no transposes
+// left; the step's answers stay the same over several steps of its cache. The encoder's move
+// the sequence dim: they stay.
+TEST(Rewrites, DecoderStepTransposesBecomeViews) {
+  const auto def = test::tiny_transformer();
+  Engine reference(def.graph("decoder_step"), def.constants(), EngineOptions{"cpu"});
+  auto fused = fusing_engine(def, false, "decoder_step");
+  auto ops = op_counts(*fused);
+  EXPECT_EQ(ops["transpose"], 0);
+  EXPECT_GE(ops["reshape"], 8);
+  const int64_t batch = 2;
+  for (int64_t t = 0; t < 4; ++t) {
+    const std::vector<HostTensor> in = {HostTensor::from_i64("ids", {batch, 1}, {3 + t, 40 - t}),
+                                        HostTensor::from_i64("position", {1}, {t}),
+                                        HostTensor::from_i64("length", {batch}, {t + 1, t + 1})};
+    const auto want = reference.run(in)[0].to_f32(), got = fused->run(in)[0].to_f32();
+    EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-5) << "step " << t;
+  }
+  EXPECT_EQ(op_counts(*fusing_engine(def, false, "encoder"))["transpose"], 8);
 }
 
 TEST(Rewrites, TheB0CheckpointRewrittenComputesTheSame) {

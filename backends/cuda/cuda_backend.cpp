@@ -143,6 +143,7 @@ void CudaBackend::fuse(Graph& graph) const {
                            const CudaKernelEntry* e = CudaKernelRegistry::instance().find(n.op);
                            return e && e->fast(g, n);
                          }};
+  transpose_as_reshape(graph, c);
   fold_input_layout(graph, c);
   fuse_conv_mean(graph, c);
   fuse_mlp(graph, c);

@@ -6,6 +6,7 @@
 
 #include "backends/cuda/gemm_epilogue.cuh"
 #include "backends/cuda/gemm_mma.cuh"
+#include "backends/cuda/gemv.cuh"
 #include "backends/cuda/launch.cuh"
 
 namespace kiln::cuda {
@@ -196,7 +197,8 @@ void launch_split(GemmArgs p, int splits, cudaStream_t s) {
 
 constexpr int kWmmaVariants = 8;
 constexpr int kSplits[kWmmaVariants] = {1, 1, 1, 1, 1, 1, 4, 8};
-static_assert(kWmmaVariants + kMmaTiles == kGemmVariants);
+constexpr int kGemvVariant = kWmmaVariants + kMmaTiles;
+static_assert(kGemvVariant + 1 == kGemmVariants);
 
 }  // namespace
 
@@ -209,7 +211,8 @@ const char* gemm_variant_name(int variant) {
   static const char* names[kWmmaVariants] = {"wmma_64x64",     "wmma_128x64",    "wmma_64x32",    "wmma_32x64",
                                              "wmma_128x64_w8", "wmma_64x128_w8", "wmma_32x64_k4", "wmma_32x64_k8"};
   if (variant >= 0 && variant < kWmmaVariants) return names[variant];
-  if (variant >= kWmmaVariants && variant < kGemmVariants) return kMmaTileNames[variant - kWmmaVariants];
+  if (variant >= kWmmaVariants && variant < kGemvVariant) return kMmaTileNames[variant - kWmmaVariants];
+  if (variant == kGemvVariant) return "gemv";
   return "?";
 }
 
@@ -218,12 +221,17 @@ const char* gemm_variant_name(int variant) {
 bool gemm_variant_supports(const GemmArgs& p, int variant) {
   if (variant < 0 || variant >= kGemmVariants) return false;
   if ((p.out_f32 || p.out_e4m3) && (p.gate || p.residual)) return false;
+  if (variant == kGemvVariant) return gemv_supports(p);
   return variant >= kWmmaVariants || (!p.fp8 && !p.out_e4m3);
 }
 
-int gemm_default_variant(const GemmArgs& p) { return p.fp8 || p.out_e4m3 ? kWmmaVariants : 0; }
+int gemm_default_variant(const GemmArgs& p) {
+  if (p.m <= 16 && gemv_supports(p)) return kGemvVariant;
+  return p.fp8 || p.out_e4m3 ? kWmmaVariants : 0;
+}
 
 void launch_gemm(const GemmArgs& p, int variant, cudaStream_t s) {
+  if (variant == kGemvVariant) return launch_gemv(p, s);
   if (variant >= kWmmaVariants) return launch_gemm_mma(p, variant - kWmmaVariants, s);
   switch (variant) {
     case 1:

@@ -38,8 +38,9 @@ struct GemmArgs {
   float out_inv_scale = 1.0f;
 };
 // Tile variants (block rows x cols); the planner times them and picks one per layer and batch.
-// 0-7 are fp16 WMMA kernels, 8-12 mma.sync kernels for fp16 and FP8 (sm_89 and newer for FP8).
-inline constexpr int kGemmVariants = 13;
+// 0-7 are fp16 WMMA kernels, 8-12 mma.sync kernels for fp16 and FP8 (sm_89 and newer for FP8),
+// 13 the few-rows kernel (gemv.cu), the default for up to 16 rows.
+inline constexpr int kGemmVariants = 14;
 const char* gemm_variant_name(int variant);
 bool gemm_variant_supports(const GemmArgs& args, int variant);
 int gemm_default_variant(const GemmArgs& args);

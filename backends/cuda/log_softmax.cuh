@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kiln/tensor.h"
@@ -19,7 +20,9 @@ struct LogSoftmaxArgs {
   int64_t rows = 0, dim = 0, per_row = 0;
   uint32_t* error = nullptr;  // an index >= dim sets error_bit and is skipped
   uint32_t error_bit = 0;
+  void* workspace = nullptr;  // log_softmax_workspace_bytes(args) bytes
 };
+size_t log_softmax_workspace_bytes(const LogSoftmaxArgs& args);
 
 void launch_log_softmax(const LogSoftmaxArgs& args, cudaStream_t stream);
 

@@ -2,14 +2,17 @@
 // how many elements each result reduces) computes one output at a time (grid-stride over
 // outputs): each thread folds every G-th element, then the group combines the threads' partial
 // results (warp shuffles, then shared memory across a block's warps). topk runs k such rounds
-// per slice, each picking the best element ranked after the previous pick.
+// per slice, each picking the best element ranked after the previous pick; long contiguous rows
+// with a small k take the levelled path of topk_rows.cu instead.
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/numeric.cuh"
+#include "backends/cuda/ranked.cuh"
 #include "backends/cuda/reduce.cuh"
+#include "backends/cuda/topk_rows.cuh"
 
 namespace kiln::cuda {
 
@@ -30,22 +33,6 @@ __device__ __forceinline__ GroupIndex group_index() {
   constexpr int kGroups = kBlockThreads / G;
   return {static_cast<int>(threadIdx.x % G), static_cast<int64_t>(blockIdx.x) * kGroups + threadIdx.x / G,
           static_cast<int64_t>(gridDim.x) * kGroups};
-}
-
-// A value and the index it came from; index < 0 stands for none yet.
-template <typename K>
-struct Ranked {
-  K v;
-  int64_t i;
-};
-
-template <typename T>
-__device__ __forceinline__ T shuffle_xor(T v, int mask) {
-  return __shfl_xor_sync(0xffffffffu, v, mask);
-}
-template <typename K>
-__device__ __forceinline__ Ranked<K> shuffle_xor(Ranked<K> r, int mask) {
-  return {shuffle_xor(r.v, mask), shuffle_xor(r.i, mask)};
 }
 
 // The combination of the G threads' values (fn associative and commutative), in every thread of
@@ -163,43 +150,6 @@ void launch_reduce_group(const ReduceArgs& p, cudaStream_t stream) {
 
 // --- argmax and topk
 
-// Floats compare as fp32 (exact for every type here), integers as themselves.
-template <typename T>
-using Key = std::conditional_t<std::is_integral_v<T>, T, float>;
-
-template <typename T>
-__device__ __forceinline__ Key<T> key(T v) {
-  if constexpr (std::is_integral_v<T>)
-    return v;
-  else
-    return to_float(v);
-}
-
-// p > q with NaN above every number and NaNs equal.
-template <typename K>
-__device__ __forceinline__ bool greater(K p, K q) {
-  if constexpr (std::is_integral_v<K>)
-    return p > q;
-  else
-    return !isnan(q) && (isnan(p) || p > q);
-}
-
-// Whether a ranks before b: better, or as good and of a lower index. A strict total order on
-// (value, index), so every thread of a group agrees on the best of any set.
-template <typename K>
-__device__ __forceinline__ bool ahead(const Ranked<K>& a, const Ranked<K>& b, bool largest) {
-  const bool a_better = largest ? greater(a.v, b.v) : greater(b.v, a.v);
-  const bool b_better = largest ? greater(b.v, a.v) : greater(a.v, b.v);
-  return a_better || (!b_better && a.i < b.i);
-}
-
-template <typename K>
-__device__ __forceinline__ Ranked<K> first_of(const Ranked<K>& a, const Ranked<K>& b, bool largest) {
-  if (a.i < 0) return b;
-  if (b.i < 0) return a;
-  return ahead(b, a, largest) ? b : a;
-}
-
 template <int G, typename T>
 __global__ void argmax_kernel(const T* x, int64_t* y, AxisView v) {
   wait_for_predecessor();
@@ -280,9 +230,12 @@ void launch_argmax(const void* x, DType type, int64_t* y, const AxisView& v, cud
   });
 }
 
+size_t topk_workspace_bytes(const TopkArgs& p) { return topk_rows_workspace_bytes(p); }
+
 void launch_topk(const TopkArgs& p, cudaStream_t stream) {
   const int64_t slices = p.view.outer * p.view.inner;
   if (slices <= 0 || p.k <= 0) return;
+  if (topk_rows_fits(p) && p.workspace) return launch_topk_rows(p, stream);
   with_group(p.view.dim, [&](auto group) {
     constexpr int G = decltype(group)::value;
     dispatch_float(p.type, "topk", [&](auto tag) {

@@ -44,7 +44,9 @@ struct TopkArgs {
   AxisView view;
   int64_t k = 1;
   bool largest = true;
+  void* workspace = nullptr;  // topk_workspace_bytes(args) bytes
 };
+size_t topk_workspace_bytes(const TopkArgs& args);
 void launch_topk(const TopkArgs& args, cudaStream_t stream);
 
 }  // namespace kiln::cuda

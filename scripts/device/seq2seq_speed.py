@@ -3,7 +3,7 @@
 # seed), every output exactly NEW tokens long (min = max new tokens), on WMT22 English lines.
 # Beam 4 at batch 32 (CTranslate2's protocol) over 256 sources, and greedy at batch 1 over 20.
 #   python3 scripts/device/seq2seq_speed.py KILN STAGE OUT {opus-mt-en-de|bart-large-cnn}
-# MODEL_ONLY=1 only writes the random checkpoint to /tmp/<model>-random.
+# MODEL_ONLY=1 only writes the random checkpoint to /tmp/<model>-random; PEERS=0 times kiln alone.
 import json, os, shutil, subprocess, sys, time
 
 import torch
@@ -112,9 +112,10 @@ bundle = f"/tmp/{WHICH}-fp16.bundle"
 t = time.time()
 subprocess.run([KILN, "build", model_dir, "-o", bundle, "--precision", "fp16"], check=True, capture_output=True)
 results["kiln_build_s"] = time.time() - t
-for label, fn in [("kiln fp16", lambda b, s, bs: kiln(bundle, s, b, bs)),
-                  ("transformers fp32", lambda b, s, bs: hf(torch.float32, s, b, bs)),
-                  ("transformers fp16", lambda b, s, bs: hf(torch.float16, s, b, bs))]:
+runs = [("kiln fp16", lambda b, s, bs: kiln(bundle, s, b, bs)),
+        ("transformers fp32", lambda b, s, bs: hf(torch.float32, s, b, bs)),
+        ("transformers fp16", lambda b, s, bs: hf(torch.float16, s, b, bs))]
+for label, fn in runs[:1] if os.environ.get("PEERS") == "0" else runs:
     beam = fn(4, "/tmp/beam.txt" if label.startswith("kiln") else beam_sources, 32)
     greedy = fn(1, "/tmp/greedy.txt" if label.startswith("kiln") else greedy_sources, 1)
     results[label] = {"beam4_batch32_tokens_per_s": beam, "greedy_batch1_ms_per_token": 1000 / greedy}

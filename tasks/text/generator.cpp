@@ -74,6 +74,16 @@ void log_softmax(const float* logits, float* out, int64_t vocab) {
   for (int64_t v = 0; v < vocab; ++v) out[v] = static_cast<float>(logits[v] - m - log_sum);
 }
 
+// Sizes the device graphs are planned for: each distinct size is an engine plan (memory, a
+// captured CUDA graph) kept for the model's life, so lengths are rounded up to a few buckets
+// (8, 12, 16, 24, 32, 48, ...: at most 1.5x the need) and capped at the model's capacity.
+// Padding costs nothing past the lengths: attention walks only each row's valid keys.
+int64_t size_bucket(int64_t n, int64_t cap) {
+  int64_t b = 8;
+  while (b < n && b < cap) b = (b & (b - 1)) == 0 ? b + b / 2 : (b / 3) * 4;
+  return std::min(b, cap);
+}
+
 bool is_eos(const GenerationConfig& g, int64_t token) {
   return std::find(g.eos_token_ids.begin(), g.eos_token_ids.end(), token) != g.eos_token_ids.end();
 }
@@ -137,8 +147,8 @@ class Run {
     // Caches sized for this call: its longest source, its longest output.
     int64_t longest = 1;
     for (const auto& src : sources_) longest = std::max<int64_t>(longest, static_cast<int64_t>(src.size()));
-    memory_ = HostTensor::zeros("memory_capacity", DType::I64, {std::min(source_capacity_, (longest + 7) / 8 * 8)});
-    cache_ = HostTensor::zeros("cache_capacity", DType::I64, {std::min(target_capacity_, (max_length_ + 7) / 8 * 8)});
+    memory_ = HostTensor::zeros("memory_capacity", DType::I64, {size_bucket(longest, source_capacity_)});
+    cache_ = HostTensor::zeros("cache_capacity", DType::I64, {size_bucket(max_length_, target_capacity_)});
     while (true) {
       refill();
       if (std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.source >= 0; })) break;
@@ -158,11 +168,11 @@ class Run {
       taken.push_back(static_cast<int64_t>(s));
     }
     if (taken.empty()) return;
-    // Padded to a multiple of 8 tokens and a power of two of sources, so that few shapes
+    // Padded to a size bucket of tokens and a power of two of sources, so that few shapes
     // (engine plans) serve every batch; padding is masked out by the lengths.
     int64_t longest = 1;
     for (int64_t s : taken) longest = std::max<int64_t>(longest, sources_[slots_[s].source].size());
-    const int64_t seq = std::min(source_capacity_, (longest + 7) / 8 * 8);
+    const int64_t seq = size_bucket(longest, memory_.shape[0]);
     int64_t batch = 1;
     while (batch < static_cast<int64_t>(taken.size())) batch *= 2;
     std::vector<int64_t> ids(static_cast<size_t>(batch * seq), g_.pad_token_id >= 0 ? g_.pad_token_id : 0);

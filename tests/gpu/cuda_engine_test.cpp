@@ -102,6 +102,7 @@ TEST(CudaEngine, EveryGemmVariantMatchesCpu) {
   const Tensor input = test::random_input(g.def, 2, 38, 34, 3);
   const std::vector<float> a = test::logits(*test::engine(g.def, "cpu"), input);
   for (const std::string& variant : test::kGemmVariantNames) {
+    if (variant == "gemv") continue;  // hundreds of rows here: SmallLinearChains covers it
     auto gpu = forced.forced(variant);
     const std::vector<float> b = test::logits(*gpu, input);
     EXPECT_EQ(test::ForcedVariants::first_choice(*gpu, sizes), variant) << "the forced plan was not used";

@@ -1,4 +1,4 @@
-// log_softmax on the GPU: a block per row (log_softmax.cu), x f32 or f16, y f32, optional
+// log_softmax on the GPU: a block per row, or per chunk of a long row (log_softmax.cu), x f32 or f16, y f32, optional
 // banned indices; an index past the row sets the error word so that the run fails as on the CPU.
 #include "backends/cuda/log_softmax.cuh"
 #include "backends/cuda/cuda_kernel.h"
@@ -20,7 +20,11 @@ class LogSoftmaxKernel : public Kernel {
  public:
   explicit LogSoftmaxKernel(CudaKernelContext& c) : error_(c.error_word) { c.checks_inputs = true; }
 
-  void run(const KernelArgs& a, int) override {
+  size_t workspace_bytes(const KernelArgs& a, int) const override { return cuda::log_softmax_workspace_bytes(args(a)); }
+  void run(const KernelArgs& a, int) override { cuda::launch_log_softmax(args(a), stream_of(a)); }
+
+ private:
+  cuda::LogSoftmaxArgs args(const KernelArgs& a) const {
     const TensorRef& x = a.inputs[0];
     cuda::LogSoftmaxArgs p;
     p.x = x.data;
@@ -35,10 +39,10 @@ class LogSoftmaxKernel : public Kernel {
     }
     p.error = error_;
     p.error_bit = kCudaIndexOutOfRange;
-    cuda::launch_log_softmax(p, stream_of(a));
+    p.workspace = a.workspace;
+    return p;
   }
 
- private:
   uint32_t* error_;
 };
 

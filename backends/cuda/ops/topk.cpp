@@ -1,4 +1,5 @@
-// topk on CUDA: k rounds of a group reduction along one axis (backends/cuda/reduce.cuh), float x.
+// topk on CUDA (backends/cuda/reduce.cuh), float x: k rounds of a group reduction along one
+// axis, or for long contiguous rows and small k warps picking per segment in levels (scratch).
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/reduce.cuh"
 #include "backends/cuda/strided.h"
@@ -11,7 +12,11 @@ class TopkKernel : public Kernel {
  public:
   explicit TopkKernel(CudaKernelContext& c)
       : axis_(c.node.attrs.get_int("axis")), largest_(c.node.attrs.get_int("largest") != 0) {}
-  void run(const KernelArgs& a, int) override {
+  size_t workspace_bytes(const KernelArgs& a, int) const override { return cuda::topk_workspace_bytes(args(a)); }
+  void run(const KernelArgs& a, int) override { cuda::launch_topk(args(a), stream_of(a)); }
+
+ private:
+  cuda::TopkArgs args(const KernelArgs& a) const {
     const TensorRef& x = a.inputs[0];
     const int axis = normalize_axis(axis_, x.shape.size(), "[topk] " + a.node->name);
     cuda::TopkArgs p;
@@ -22,10 +27,10 @@ class TopkKernel : public Kernel {
     p.view = cuda::axis_view(x.shape, axis);
     p.k = a.outputs[0].shape[axis];
     p.largest = largest_;
-    cuda::launch_topk(p, stream_of(a));
+    p.workspace = a.workspace;
+    return p;
   }
 
- private:
   int64_t axis_;
   bool largest_;
 };

@@ -1,5 +1,6 @@
-// linear (with bias, activation, residual) over rank 2 to 4 inputs, and mlp against its two
-// linears.
+// linear (with bias, activation, residual) over rank 2 to 4 inputs, with and without the
+// residual, and mlp against its two linears. On CUDA, up to 16 rows take the few-rows kernel (9
+// rows: two groups of rows), more the tiled GEMMs.
 #include <cmath>
 
 #include "tests/ops/op_case.h"
@@ -22,6 +23,16 @@ KILN_OP_CASES(linear) {
         c.output(c.graph.add("linear", "fc", {x, w, b, r}, {{"act", std::string(n == 10 ? "gelu" : "silu")}}));
         cases.push_back(std::move(c));
       }
+  for (DType t : {DType::F32, DType::F16})
+    for (const Shape& xs : {Shape{9, 64}, Shape{1, 1, 512}, Shape{40, 96}}) {
+      const int64_t k = xs.back(), n = k == 512 ? 1000 : 24;
+      OpCase c("linear", t, xs, fmt::format("n{}_no_residual", n));
+      const int x = c.input("x", t, xs);
+      const int w = c.constant("w", DType::F32, {n, k}, 1.0 / std::sqrt(static_cast<double>(k)));
+      const int b = c.constant("b", DType::F32, {n}, 0.5);
+      c.output(c.graph.add("linear", "fc", {x, w, b}, {{"act", std::string("none")}}));
+      cases.push_back(std::move(c));
+    }
   return cases;
 }
 

@@ -1,5 +1,8 @@
 // log_softmax: rows of f32 and f16 scores (one element, odd widths, a vocabulary-sized row),
-// without bans and with banned indices in i32 and i64 (padding -1, a token banned twice).
+// without bans and with banned indices in i32 and i64 (padding -1, a token banned twice); a long
+// row whose first 5000 entries are -inf (on CUDA: a chunk of nothing but -inf).
+#include <limits>
+
 #include "core/dtype.h"
 #include "tests/ops/op_case.h"
 
@@ -26,6 +29,15 @@ KILN_OP_CASES(log_softmax) {
         cases.push_back(std::move(c));
       }
     }
+  for (DType t : {DType::F32, DType::F16}) {
+    const Shape s{2, 9000};
+    OpCase c("log_softmax", t, s, "masked_chunk");
+    std::vector<float> v(static_cast<size_t>(numel(s)));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = i < 5000 ? -std::numeric_limits<float>::infinity() : static_cast<float>(i % 37) * 0.125f;
+    c.output(c.graph.add("log_softmax", "log_softmax", {c.input_values("x", t, s, v)}));
+    cases.push_back(std::move(c));
+  }
   return cases;
 }
 
