@@ -4,6 +4,8 @@
 # Beam 4 at batch 32 (CTranslate2's protocol) over 256 sources, and greedy at batch 1 over 20.
 #   python3 scripts/device/seq2seq_speed.py KILN STAGE OUT {opus-mt-en-de|bart-large-cnn}
 # MODEL_ONLY=1 only writes the random checkpoint to /tmp/<model>-random; PEERS=0 times kiln alone.
+# CPU_THREADS=N then times both on the CPU with N threads (an fp32 kiln bundle; transformers
+# fp32 eager): beam 4 over CPU_SOURCES sources in one batch, greedy over 4 sources one by one.
 import json, os, shutil, subprocess, sys, time
 
 import torch
@@ -77,21 +79,22 @@ results = {"model": WHICH, "new_tokens": NEW, "gpu": torch.cuda.get_device_name(
            "torch": torch.__version__}
 
 
-def hf(dtype, sources, beams, batch):
+def hf(dtype, sources, beams, batch, device="cuda"):
     m = MarianMTModel if WHICH == "opus-mt-en-de" else BartForConditionalGeneration
-    net = m.from_pretrained(model_dir, torch_dtype=dtype).cuda().eval()
+    net = m.from_pretrained(model_dir, torch_dtype=dtype).to(device).eval()
 
     def run(srcs):
         n = 0
         for i in range(0, len(srcs), batch):
-            x = tok(srcs[i:i + batch], return_tensors="pt", padding=True, truncation=True).to("cuda")
+            x = tok(srcs[i:i + batch], return_tensors="pt", padding=True, truncation=True).to(device)
             with torch.no_grad():
                 y = net.generate(**x, num_beams=beams, max_new_tokens=NEW, min_new_tokens=NEW)
             n += y.shape[0] * NEW
-        torch.cuda.synchronize()
+        if device == "cuda":
+            torch.cuda.synchronize()
         return n
 
-    run(sources[:batch])  # warm-up
+    run(sources[:batch if device == "cuda" else 2])  # warm-up
     t = time.time()
     n = run(sources)
     s = time.time() - t
@@ -100,12 +103,12 @@ def hf(dtype, sources, beams, batch):
     return n / s
 
 
-def kiln(bundle, source_file, beams, batch):
+def kiln(bundle, source_file, beams, batch, device="cuda", warmup=None, env=None):
     cmd = [KILN, "eval", bundle, "--source", source_file, "--target", source_file, "--beams", str(beams), "--batch",
-           str(batch), "--max-new-tokens", str(NEW), "--min-new-tokens", str(NEW), "--device", "cuda", "--json",
-           "--warmup", str(batch)]
-    r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().split("\n")[-1])
-    return r["tokens_per_s"]
+           str(batch), "--max-new-tokens", str(NEW), "--min-new-tokens", str(NEW), "--device", device, "--json",
+           "--warmup", str(batch if warmup is None else warmup)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    return json.loads(out.strip().split("\n")[-1])["tokens_per_s"]
 
 
 bundle = f"/tmp/{WHICH}-fp16.bundle"
@@ -121,4 +124,23 @@ for label, fn in runs[:1] if os.environ.get("PEERS") == "0" else runs:
     results[label] = {"beam4_batch32_tokens_per_s": beam, "greedy_batch1_ms_per_token": 1000 / greedy}
     print(f"{WHICH} {label}: beam 4 batch 32 {beam:.0f} tokens/s; greedy batch 1 {1000 / greedy:.3f} ms/token",
           flush=True)
+threads = int(os.environ.get("CPU_THREADS", "0"))
+if threads:
+    cpu_sources = int(os.environ.get("CPU_SOURCES", "32"))
+    open("/tmp/cpu_beam.txt", "w").write("\n".join(beam_sources[:cpu_sources]) + "\n")
+    open("/tmp/cpu_greedy.txt", "w").write("\n".join(greedy_sources[:5]) + "\n")
+    cpu_bundle = f"/tmp/{WHICH}-fp32.bundle"
+    subprocess.run([KILN, "build", model_dir, "-o", cpu_bundle], check=True, capture_output=True)
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    torch.set_num_threads(threads)
+    for label, beam_fn, greedy_fn in [
+        (f"kiln fp32 cpu {threads} threads", lambda: kiln(cpu_bundle, "/tmp/cpu_beam.txt", 4, cpu_sources, "cpu", 0, env),
+         lambda: kiln(cpu_bundle, "/tmp/cpu_greedy.txt", 1, 1, "cpu", 1, env)),
+        (f"transformers fp32 cpu {threads} threads", lambda: hf(torch.float32, beam_sources[:cpu_sources], 4,
+                                                                cpu_sources, "cpu"),
+         lambda: hf(torch.float32, greedy_sources[:5], 1, 1, "cpu"))]:
+        beam, greedy = beam_fn(), greedy_fn()
+        results[label] = {f"beam4_batch{cpu_sources}_tokens_per_s": beam, "greedy_batch1_ms_per_token": 1000 / greedy}
+        print(f"{WHICH} {label}: beam 4 batch {cpu_sources} {beam:.1f} tokens/s; greedy batch 1 "
+              f"{1000 / greedy:.2f} ms/token", flush=True)
 json.dump(results, open(f"{OUT}/{WHICH}-speed.json", "w"), indent=1)
