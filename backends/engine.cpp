@@ -430,7 +430,7 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
       std::string problem = nodes[i].op + " " + kernels[i]->describe();
       for (const auto* refs : {&plan.args[i].inputs, &plan.args[i].outputs})
         for (const TensorRef& t : *refs) problem += fmt::format("|{} {}", dtype_name(t.dtype), to_string(t.shape));
-      if (auto t = problem_tuned.find(problem); t != problem_tuned.end()) {
+      if (auto t = problem_tuned.find(problem); t != problem_tuned.end() && runs(i, t->second)) {
         plan.variants[i] = t->second;
         continue;
       }

@@ -77,7 +77,8 @@ void log_softmax(const float* logits, float* out, int64_t vocab) {
 // Sizes the device graphs are planned for: each distinct size is an engine plan (memory, a
 // captured CUDA graph) kept for the model's life, so lengths are rounded up to a few buckets
 // (8, 12, 16, 24, 32, 48, ...: at most 1.5x the need) and capped at the model's capacity.
-// Padding costs nothing past the lengths: attention walks only each row's valid keys.
+// Padded cache positions cost memory only (attention walks each row's valid keys); padded
+// source tokens cost the encoder up to half as much work again, once per source.
 int64_t size_bucket(int64_t n, int64_t cap) {
   int64_t b = 8;
   while (b < n && b < cap) b = (b & (b - 1)) == 0 ? b + b / 2 : (b / 3) * 4;
