@@ -27,14 +27,16 @@ int max_threads() {
 
 }  // namespace
 
-// Few rows (a decoder step) are split by output columns, so that every thread walks its own
-// block of the weights: split by rows, all but one thread would idle; and below kVectorRows
-// each row is a matrix-vector product, since sgemm would first copy (pack) the whole weight
-// block, which for one row costs more than the product itself. Many rows are split by rows.
+// Fewer rows than outputs (a decoder step, beams included) are split by output columns, so that
+// every thread walks, and OpenBLAS packs, only its own block of the weights: split by rows, each
+// thread would pack all of them, and few rows would leave threads idle. Up to kVectorRows rows
+// are matrix-vector products, since sgemm packs its weight block on every call, which for a row
+// or two costs more than the product. More rows than outputs (a convolution's pixels) are split
+// by rows.
 void gemm_xwt(const float* x, const float* w, float* y, int64_t rows, int in, int out) {
   static std::once_flag once;
   std::call_once(once, [] { openblas_set_num_threads(1); });
-  if (rows < kRowsPerThread * max_threads()) {
+  if (rows <= kVectorRows || rows < out) {
     const int threads = std::clamp(out / kColumnsPerThread, 1, max_threads());
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int t = 0; t < threads; ++t) {
