@@ -1,5 +1,6 @@
 // The CPU reference kernels of concat, split, slice, pad, upsample_nearest, max_pool, argmax,
-// topk and where against values worked out by hand, and their shape checks' messages.
+// topk, where and the broadcasting binary ops against values worked out by hand, and their shape
+// checks' messages.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -325,6 +326,31 @@ TEST(TensorOps, Where) {
   EXPECT_EQ(
       op_error("where", {tensor("cond", DType::Bool, {2}, {1, 0}), f32("a", {3}, {1, 2, 3}), f32("b", {1}, {4})}, {}),
       "[where] where: shapes [2], [3] and [1] do not broadcast");
+}
+
+TEST(TensorOps, BinaryBroadcasting) {
+  // Same shapes; a row against a column (each broadcast along the other's dim); a [1] scalar.
+  auto y = run_op("sub", {f32("a", {2, 2}, {5, 6, 7, 8}), f32("b", {2, 2}, {1, 2, 3, 4})}, {});
+  EXPECT_EQ(y[0].to_f32(), std::vector<float>({4, 4, 4, 4}));
+  y = run_op("add", {f32("a", {2, 1, 3}, {1, 2, 3, 4, 5, 6}), f32("b", {2, 1}, {10, 20})}, {});
+  EXPECT_EQ(y[0].shape, Shape({2, 2, 3}));
+  EXPECT_EQ(y[0].to_f32(), std::vector<float>({11, 12, 13, 21, 22, 23, 14, 15, 16, 24, 25, 26}));
+  y = run_op("mul", {f32("a", {1}, {3}), f32("b", {2, 3}, {1, 2, 3, 4, 5, 6})}, {});
+  EXPECT_EQ(y[0].to_f32(), std::vector<float>({3, 6, 9, 12, 15, 18}));
+  // A squeeze-excite gate: [N, H, W, C] * [N, 1, 1, C].
+  std::vector<float> x(2 * 2 * 2 * 3), want;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  const std::vector<float> gate = {1, 0, -1, 2, 3, 4};
+  for (size_t i = 0; i < x.size(); ++i) want.push_back(x[i] * gate[i / 12 * 3 + i % 3]);
+  y = run_op("mul", {f32("x", {2, 2, 2, 3}, x), f32("g", {2, 1, 1, 3}, gate)}, {});
+  EXPECT_EQ(y[0].to_f32(), want);
+  // Integers: i64 division truncates, and by zero is an error.
+  y = run_op("div", {HostTensor::from_i64("a", {3}, {7, -7, 9}), HostTensor::from_i64("b", {1}, {2})}, {});
+  EXPECT_EQ(i64s(y[0]), std::vector<int64_t>({3, -3, 4}));
+  EXPECT_NE(test::error_message([] {
+              run_op("div", {HostTensor::from_i64("a", {2}, {1, 2}), HostTensor::from_i64("b", {2}, {1, 0})}, {});
+            }).find("integer division by zero"),
+            std::string::npos);
 }
 
 }  // namespace
