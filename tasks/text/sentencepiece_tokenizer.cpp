@@ -3,6 +3,7 @@
 #include <sentencepiece_processor.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -18,20 +19,12 @@ namespace {
 
 constexpr int64_t kMaxVocab = 1 << 24;
 
-std::unique_ptr<sentencepiece::SentencePieceProcessor> load_model(const nlohmann::json& config, const char* key) {
-  KILN_CHECK(config.contains(key) && config[key].is_string(), "[tokenizer] sentencepiece: '{}' is missing", key);
-  const std::string proto = base64_decode(config[key].get_ref<const std::string&>(), std::string("tokenizer ") + key);
-  auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = sp->LoadFromSerializedProto(proto);
-  KILN_CHECK(status.ok(), "[tokenizer] sentencepiece: {} is not a SentencePiece model: {}", key, status.ToString());
-  return sp;
-}
-
-// Whether a SentencePiece model proto says its model type is unigram (ModelProto field 2,
-// trainer_spec; TrainerSpec field 3, model_type: 1 unigram, the default). Read by hand because
-// the library's headers do not include its protobuf classes; the library parsed the same bytes
-// already, and this reader only walks fields with bounds checks.
-bool unigram_model(std::string_view proto) {
+// A SentencePiece model proto read field by field, by hand because the library's headers do not
+// include its protobuf classes. fn(field, varint value, bytes) sees each varint and
+// length-delimited field (fixed-width ones are skipped); false where the bytes are malformed.
+// Every length is checked against what is left.
+bool for_each_field(std::string_view msg,
+                    const std::function<void(uint64_t field, uint64_t value, std::string_view bytes)>& fn) {
   auto varint = [](std::string_view& b, uint64_t* v) {
     *v = 0;
     for (int shift = 0; shift < 64 && !b.empty(); shift += 7) {
@@ -42,42 +35,74 @@ bool unigram_model(std::string_view proto) {
     }
     return false;
   };
-  // The value of varint field `field` in a message, or -1; a length-delimited field `nested`
-  // is returned in *inner instead.
-  auto find = [&](std::string_view msg, uint64_t field, bool nested, std::string_view* inner) -> int64_t {
-    while (!msg.empty()) {
-      uint64_t key = 0, v = 0;
-      if (!varint(msg, &key)) return -1;
-      switch (key & 7) {
-        case 0:
-          if (!varint(msg, &v)) return -1;
-          if (!nested && key >> 3 == field) return static_cast<int64_t>(v);
-          break;
-        case 1:
-        case 5: {
-          const size_t n = (key & 7) == 1 ? 8 : 4;
-          if (msg.size() < n) return -1;
-          msg.remove_prefix(n);
-          break;
-        }
-        case 2:
-          if (!varint(msg, &v) || v > msg.size()) return -1;
-          if (nested && key >> 3 == field) {
-            *inner = msg.substr(0, v);
-            return 0;
-          }
-          msg.remove_prefix(v);
-          break;
-        default:
-          return -1;
+  while (!msg.empty()) {
+    uint64_t key = 0, v = 0;
+    if (!varint(msg, &key)) return false;
+    switch (key & 7) {
+      case 0:
+        if (!varint(msg, &v)) return false;
+        fn(key >> 3, v, {});
+        break;
+      case 1:
+      case 5: {
+        const size_t n = (key & 7) == 1 ? 8 : 4;
+        if (msg.size() < n) return false;
+        msg.remove_prefix(n);
+        break;
       }
+      case 2:
+        if (!varint(msg, &v) || v > msg.size()) return false;
+        fn(key >> 3, 0, msg.substr(0, v));
+        msg.remove_prefix(v);
+        break;
+      default:
+        return false;
     }
-    return -1;
-  };
+  }
+  return true;
+}
+
+// Whether every piece of the model (ModelProto field 1; SentencePiece field 1, the text) has
+// text. The library builds its trie of pieces with a routine that aborts the process on an empty
+// key rather than returning an error, so a model with one is refused before it is loaded.
+bool pieces_have_text(std::string_view proto) {
+  bool ok = true;
+  const bool well_formed = for_each_field(proto, [&](uint64_t field, uint64_t, std::string_view piece) {
+    if (field != 1) return;
+    bool text = false;
+    ok = for_each_field(piece,
+                        [&](uint64_t f, uint64_t, std::string_view bytes) { text |= f == 1 && !bytes.empty(); }) &&
+         text && ok;
+  });
+  return well_formed && ok;
+}
+
+// Whether a SentencePiece model proto says its model type is unigram (ModelProto field 2,
+// trainer_spec; TrainerSpec field 3, model_type: 1 unigram, the default). The library parsed
+// the same bytes already.
+bool unigram_model(std::string_view proto) {
   std::string_view trainer;
-  if (find(proto, 2, true, &trainer) != 0) return true;  // no trainer spec: the default, unigram
-  const int64_t type = find(trainer, 3, false, nullptr);
+  bool has_trainer = false;
+  for_each_field(proto, [&](uint64_t field, uint64_t, std::string_view bytes) {
+    if (field == 2) trainer = bytes, has_trainer = true;
+  });
+  if (!has_trainer) return true;  // no trainer spec: the default, unigram
+  int64_t type = -1;
+  for_each_field(trainer, [&](uint64_t field, uint64_t value, std::string_view bytes) {
+    if (field == 3 && bytes.empty()) type = static_cast<int64_t>(value);
+  });
   return type == -1 || type == 1;
+}
+
+std::unique_ptr<sentencepiece::SentencePieceProcessor> load_model(const nlohmann::json& config, const char* key) {
+  KILN_CHECK(config.contains(key) && config[key].is_string(), "[tokenizer] sentencepiece: '{}' is missing", key);
+  const std::string proto = base64_decode(config[key].get_ref<const std::string&>(), std::string("tokenizer ") + key);
+  KILN_CHECK(pieces_have_text(proto),
+             "[tokenizer] sentencepiece: {} is not a SentencePiece model (malformed, or a piece without text)", key);
+  auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
+  const auto status = sp->LoadFromSerializedProto(proto);
+  KILN_CHECK(status.ok(), "[tokenizer] sentencepiece: {} is not a SentencePiece model: {}", key, status.ToString());
+  return sp;
 }
 
 // A unigram model's best segmentation, with exact ties going to the earlier split as
