@@ -85,6 +85,30 @@ struct Seq2SeqFixture {
   }
 };
 
+// A family's test fixture: Seq2SeqTest<kName> gives each test the reference and CPU generator
+// of fixture kName (a namespace-scope char array), asserting in SetUp that it loaded.
+template <const char* kName>
+class Seq2SeqTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Seq2SeqFixture& f = Seq2SeqFixture::get(kName);
+    ASSERT_TRUE(f.generator) << f.error;
+    ref_ = f.ref.get();
+    generator_ = f.generator.get();
+  }
+  Seq2SeqReference* ref_ = nullptr;
+  TextGenerator* generator_ = nullptr;
+};
+
+// The reference's tokenizer checks: each text's source-side ids exactly.
+inline void expect_tokenizer_checks(TextGenerator& t, const Seq2SeqReference& ref) {
+  for (const auto& c : ref.json["tokenizer_checks"]) {
+    std::vector<int64_t> ids;
+    ASSERT_TRUE(t.tokenize(c["text"].get<std::string>(), false, &ids).ok());
+    EXPECT_EQ(ids, c["ids"].get<std::vector<int64_t>>()) << c["text"];
+  }
+}
+
 // transformers pads batched outputs with the pad token after EOS; kiln returns each sequence
 // alone.
 inline std::vector<int64_t> strip_padding(std::vector<int64_t> ids, int64_t pad) {

@@ -9,27 +9,10 @@
 namespace kiln::test {
 namespace {
 
-const char* kFixture = "bart-tiny-lead";
+constexpr char kFixture[] = "bart-tiny-lead";
+using Bart = Seq2SeqTest<kFixture>;
 
-class Bart : public ::testing::Test {
- protected:
-  void SetUp() override {
-    Seq2SeqFixture& f = Seq2SeqFixture::get(kFixture);
-    ASSERT_TRUE(f.generator) << f.error;
-    ref_ = f.ref.get();
-    generator_ = f.generator.get();
-  }
-  Seq2SeqReference* ref_ = nullptr;
-  TextGenerator* generator_ = nullptr;
-};
-
-TEST_F(Bart, TokenizerMatchesTransformers) {
-  for (const auto& c : ref_->json["tokenizer_checks"]) {
-    std::vector<int64_t> ids;
-    ASSERT_TRUE(generator_->tokenize(c["text"].get<std::string>(), false, &ids).ok());
-    EXPECT_EQ(ids, c["ids"].get<std::vector<int64_t>>()) << c["text"];
-  }
-}
+TEST_F(Bart, TokenizerMatchesTransformers) { expect_tokenizer_checks(*generator_, *ref_); }
 
 TEST_F(Bart, TeacherForcedLogitsMatchTransformers) {
   for (int i = 0; i < 8; ++i) {
