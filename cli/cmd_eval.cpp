@@ -4,8 +4,10 @@
 
 #include <chrono>
 
+#include "bundle/bundle.h"
 #include "cli/commands.h"
 #include "tasks/classification/evaluate.h"
+#include "tasks/detection/evaluate.h"
 #include "tasks/text/text_metrics.h"
 
 namespace kiln::cli {
@@ -75,12 +77,34 @@ int eval_text(const std::string& bundle, const TextEvalArgs& a, const std::strin
   return 0;
 }
 
+// A detector bundle on a YOLO-format folder: COCO mAP of its detections.
+int eval_detection(const std::string& bundle, const classification::EvalOptions& o, int imgsz, bool json) {
+  detection::DetectionEvalOptions d;
+  d.data = o.data;
+  d.limit = o.limit;
+  d.device = o.device;
+  d.imgsz = imgsz;
+  const auto r = detection::evaluate_detection(bundle, d);
+  if (json) {
+    fmt::print("{}\n", r.to_json().dump());
+    return 0;
+  }
+  fmt::print("{} images ({}) on {} in {:.1f} s, {:.1f} images/s\n", r.images, r.data, r.device, r.seconds,
+             r.images_per_s);
+  fmt::print(
+      "mAP50-95 {:.4f}  mAP50 {:.4f}  mAP75 {:.4f}  ({} classes, {} boxes, {} detections; COCO's rules, 100 a "
+      "class and image)\n",
+      r.map.map50_95, r.map.map50, r.map.map75, r.map.classes, r.map.ground_truth, r.map.detections);
+  return 0;
+}
+
 }  // namespace
 
 Command add_eval(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "eval",
-      "Accuracy of a bundle on labelled images (and agreement with a reference), or BLEU/chrF of a text bundle");
+      "Accuracy of a bundle on labelled images (and agreement with a reference), COCO mAP of a detector on a YOLO "
+      "folder, or BLEU/chrF of a text bundle");
   auto o = std::make_shared<classification::EvalOptions>();
   auto json = std::make_shared<bool>(false);
   auto bundle = std::make_shared<std::string>();
@@ -102,8 +126,10 @@ Command add_eval(CLI::App& app) {
   cmd->add_option("--save-logits", o->save_logits, "Write this run's logits and labels to a .safetensors file");
   cmd->add_option("--device", o->device, "cpu, cuda, or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_option("--batch", o->batch, "Images per engine call")->check(CLI::Range(1, 4096));
+  auto imgsz = std::make_shared<int>(0);
+  cmd->add_option("--imgsz", *imgsz, "Detection: letterbox size (default: the bundle's)")->check(CLI::Range(32, 8192));
   cmd->add_flag("--json", *json, "Print one JSON object as the last line of stdout");
-  return [o, json, bundle, text] {
+  return [o, json, bundle, text, imgsz] {
     if (!text->source.empty() || !text->target.empty()) {
       if (text->source.empty() || text->target.empty() || !o->data.empty())
         throw std::runtime_error("[eval] text evaluation takes --source and --target (and no --data)");
@@ -111,6 +137,8 @@ Command add_eval(CLI::App& app) {
       return eval_text(*bundle, *text, o->device, o->batch, *json);
     }
     if (o->data.empty()) throw std::runtime_error("[eval] give --data (images) or --source and --target (text)");
+    if (Bundle::open(*bundle)->manifest().at("task").value("type", "") == "object_detection")
+      return eval_detection(*bundle, *o, *imgsz, *json);
     auto r = classification::evaluate(*bundle, *o);
     if (*json) {
       fmt::print("{}\n", r.to_json().dump());

@@ -26,6 +26,7 @@ void generate_lines(TextGenerator& t, const std::vector<std::string>& lines, Gen
 
 Command add_build(CLI::App& app);
 Command add_classify(CLI::App& app);
+Command add_detect(CLI::App& app);
 Command add_inspect(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_eval(CLI::App& app);

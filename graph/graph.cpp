@@ -223,8 +223,9 @@ Bindings Graph::bind(const std::map<std::string, Shape>& shapes) const {
 std::vector<Shape> Graph::infer_shapes(const Bindings& bindings) const {
   for (const auto& [name, size] : bindings) {
     auto it = symbols_.find(name);
-    const int64_t max = it == symbols_.end() ? SymbolSpec{}.max : it->second.max;
-    KILN_CHECK(size >= 1 && size <= max, "[graph] {} = {} is out of range (1 to {})", name, size, max);
+    const SymbolSpec spec = it == symbols_.end() ? SymbolSpec{} : it->second;
+    KILN_CHECK(size >= 1 && size <= spec.max, "[graph] {} = {} is out of range (1 to {})", name, size, spec.max);
+    KILN_CHECK(size % spec.multiple == 0, "[graph] {} = {} is not a multiple of {}", name, size, spec.multiple);
   }
   std::vector<Shape> shapes(values_.size());
   for (size_t v = 0; v < values_.size(); ++v)
@@ -250,7 +251,10 @@ std::vector<Shape> Graph::infer_shapes(const Bindings& bindings) const {
 nlohmann::json Graph::to_json() const {
   nlohmann::json j;
   auto& syms = j["symbols"] = nlohmann::json::object();
-  for (const auto& [name, s] : symbols_) syms[name] = {{"example", s.example}, {"max", s.max}};
+  for (const auto& [name, s] : symbols_) {
+    syms[name] = {{"example", s.example}, {"max", s.max}};
+    if (s.multiple != 1) syms[name]["multiple"] = s.multiple;
+  }
   auto& vals = j["values"] = nlohmann::json::array();
   for (const auto& v : values_) {
     nlohmann::json jv = {{"dtype", dtype_name(v.dtype)}};
@@ -282,8 +286,11 @@ Graph Graph::from_json(const nlohmann::json& j, const ConstantInfoFn& constants)
       KILN_CHECK(is_identifier(name), "[graph] '{}' is not a symbol name", name);
       const std::string what = fmt::format("[graph] symbol '{}'", name);
       SymbolSpec spec{json_int(s.at("example"), 1, kMaxDim, what + ": example"),
-                      json_int(s.at("max"), 1, kMaxDim, what + ": max")};
+                      json_int(s.at("max"), 1, kMaxDim, what + ": max"),
+                      s.contains("multiple") ? json_int(s.at("multiple"), 1, kMaxDim, what + ": multiple") : 1};
       KILN_CHECK(spec.example <= spec.max, "{}: example {} is over max {}", what, spec.example, spec.max);
+      KILN_CHECK(spec.example % spec.multiple == 0, "{}: example {} is not a multiple of {}", what, spec.example,
+                 spec.multiple);
       g.symbols_[name] = spec;
     }
     const auto& vals = j.at("values");

@@ -46,10 +46,13 @@ struct Node {
 };
 
 // Bounds of a symbolic dim: runs with larger sizes are refused; `example` is the size graph
-// validation infers shapes at.
+// validation infers shapes at. A size must be a multiple of `multiple` (an image network whose
+// levels halve the input five times takes multiples of 32), so that the sizes a rewrite tries
+// are ones the graph takes too.
 struct SymbolSpec {
   int64_t example = 1;
   int64_t max = 1 << 20;
+  int64_t multiple = 1;
 };
 
 struct GraphOutput {

@@ -12,6 +12,7 @@
 #include "core/half.h"
 #include "core/sha256.h"
 #include "graph/builder.h"
+#include "graph/rewrites/rewrite.h"
 #include "tests/test_support.h"
 
 namespace kiln {
@@ -153,6 +154,40 @@ TEST(Bundle, StoresSeveralGraphsWithIntegersAndStates) {
   def.weights["offset"].data = {2.5f};
   EXPECT_NE(test::error_message([&] { write_bundle(path, def, BuildInfo{}); }).find("not a whole number"),
             std::string::npos);
+}
+
+TEST(Bundle, KeepsASymbolsMultiple) {
+  // A map whose side must be a multiple of 4: two stride-2 levels that round up (as a padded
+  // conv does) joined again by a concat; at an odd side the two would not fit together.
+  ModelDefinition def;
+  def.family = "test";
+  def.architecture = "levels";
+  def.task = "test";
+  {
+    GraphBuilder b(def);
+    b.graph().set_symbol("side", {8, 64, 4});
+    const int x = b.input("x", DType::F32, {{1, ""}, {0, "side"}, {0, "side"}, {1, ""}});
+    const auto pool = [&](int v, const std::string& n) {
+      return b.op("max_pool", n, {v},
+                  {{"kernel", std::vector<int64_t>{2, 2}}, {"pad", std::vector<int64_t>{0, 0, 1, 1}}});
+    };
+    const int half = pool(x, "half"), quarter = pool(half, "quarter");
+    const int up = b.op("upsample_nearest", "up", {quarter}, {{"scale", std::vector<int64_t>{2, 2}}});
+    b.output("y", b.op("concat", "join", {half, up}, {{"axis", int64_t{3}}}));
+  }
+  def.validate();
+  const std::string path = test::binary_dir() + "/multiple.bundle";
+  write_bundle(path, def, BuildInfo{});
+  auto bundle = Bundle::open(path);
+  const Graph& g = bundle->graph("main");
+  EXPECT_EQ(g.symbols().at("side").multiple, 4);
+  EXPECT_EQ(g.infer_shapes({{"side", 12}})[g.outputs()[0].value], (Shape{1, 6, 6, 2}));
+  EXPECT_NE(test::error_message([&] {
+              g.infer_shapes({{"side", 10}});
+            }).find("side = 10 is not a multiple of 4"),
+            std::string::npos);
+  // The rewrites' second size is the next multiple, one the graph takes.
+  EXPECT_NO_THROW(ShapeOracle{g});
 }
 
 TEST(Half, RoundsToNearestEven) {

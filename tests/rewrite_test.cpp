@@ -3,45 +3,16 @@
 // what the original computes. CI thereby checks every fusion the CUDA backend relies on.
 #include <gtest/gtest.h>
 
-#include "backends/cpu/cpu_backend.h"
 #include "checkpoints/safetensors.h"
 #include "graph/family_registry.h"
 #include "graph/rewrites/rewrite.h"
+#include "tests/fusing_backend.h"
 #include "tests/gpu/test_graphs.h"
 #include "tests/transformer_graphs.h"
 
 namespace kiln {
 namespace {
-
-class FusingBackend : public CpuBackend {
- public:
-  explicit FusingBackend(bool fp16) : fp16_(fp16) {}
-  std::string name() const override { return "fusing"; }
-  std::string device() const override { return "fusing"; }
-  void convert(Graph& g) const override {
-    if (fp16_) lower_precision(g, DType::F16);
-  }
-  void fuse(Graph& g) const override {
-    const RewriteContext c{name(), [this](const Graph& graph, const Node& n) { return supports(graph, n); }};
-    transpose_as_reshape(g, c);
-    fold_input_layout(g, c);
-    fuse_conv_mean(g, c);
-    fuse_mlp(g, c);
-    fuse_channel_gate(g, c);
-    fuse_residual_add(g, c);
-    fold_output_cast(g, c);
-    fuse_fp8_output(g, c);
-  }
-
- private:
-  bool fp16_;
-};
-
-std::unique_ptr<Engine> fusing_engine(const ModelDefinition& def, bool fp16, const std::string& graph = "") {
-  EngineOptions o;
-  o.backend = std::make_shared<FusingBackend>(fp16);
-  return std::make_unique<Engine>(graph.empty() ? def.graph() : def.graph(graph), def.constants(), o);
-}
+using test::fusing_engine;
 
 std::map<std::string, int> op_counts(const Engine& e) {
   std::map<std::string, int> ops;

@@ -3,7 +3,8 @@
 // and both pointers' alignment, so that an embedding row of fp16 moves 16 bytes per load.
 // One thread per unit of the output (gather) or of the update (dynamic_update_slice); threads
 // stride over the units when there are more than the grid holds.
-//   gather: unit e of out is (o, i, r) over [outer, count, inner units]; it reads indices[i],
+//   gather: unit e of out is (o, i, r) over [outer, count, inner units]; it reads indices[g, i]
+//   (g = o / outer_per_group, the batch element),
 //   and copies unit r of data row (o, indices[i]), or writes zero and sets the error bit (the
 //   thread of r == 0 only, one atomic per bad index and row) when the index is outside [0, dim).
 //   dynamic_update_slice: unit e of update, (o, i, r) over [outer, n, inner units], goes to out
@@ -44,7 +45,7 @@ __global__ void gather_kernel(GatherArgs p, int64_t inner) {
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = e % inner, q = e / inner, i = q % p.count, o = q / p.count;
-    const int64_t index = static_cast<int64_t>(indices[i]);
+    const int64_t index = static_cast<int64_t>(indices[(o / p.outer_per_group) * p.count + i]);
     if (index < 0 || index >= p.dim) {
       out[e] = U{};
       if (r == 0) atomicOr(p.error, p.error_bit);

@@ -12,14 +12,15 @@
 
 namespace kiln::cuda {
 
-// out[o, i, :] = data[o, indices[i], :] with data [outer, dim, row] and out [outer, count, row],
-// row being row_bytes bytes; an index outside [0, dim) gives a row of zeros.
+// out[o, i, :] = data[o, indices[g, i], :] with data [outer, dim, row] and out [outer, count, row],
+// row being row_bytes bytes, g = o / outer_per_group (the batch element of a gather with batch
+// dims; 0 for all rows without); an index outside [0, dim) gives a row of zeros.
 struct GatherArgs {
   const void* data = nullptr;
   void* out = nullptr;
   const void* indices = nullptr;
   DType index_type = DType::I32;  // I32 or I64
-  int64_t outer = 0, dim = 0, count = 0, row_bytes = 0;
+  int64_t outer = 0, outer_per_group = 0, dim = 0, count = 0, row_bytes = 0;
   uint32_t* error = nullptr;
   uint32_t error_bit = 0;
 };

@@ -1,6 +1,8 @@
 // reshape: the same elements under another shape (a view: no data moves). shape: each dim a
 // size, 0 (keep the input's dim at that position) or -1 (whatever makes the count match; at
-// most one).
+// most one). With the optional input `like`, a 0 keeps like's dim at that position instead: the
+// way back to a map's [B, H, W, C] from [B, H * W, heads, D] when H and W are known only per run
+// (only like's shape is read, not its data).
 #include "core/checked_math.h"
 #include "core/error.h"
 #include "graph/graph.h"
@@ -12,7 +14,7 @@ namespace {
 class ReshapeOp : public OpDef {
  public:
   std::string name() const override { return "reshape"; }
-  std::vector<OpInput> inputs() const override { return {{"x"}}; }
+  std::vector<OpInput> inputs() const override { return {{"x"}, {"like", true}}; }
   std::vector<AttrSpec> attributes() const override { return {required_attr("shape", AttrType::Ints)}; }
   void check_attrs(const Node& n) const override {
     const auto& s = n.attrs.get_ints("shape");
@@ -28,6 +30,7 @@ class ReshapeOp : public OpDef {
   }
   std::vector<Shape> infer_shapes(const Node& n, const std::vector<std::optional<Shape>>& in) const override {
     const Shape& x = *in[0];
+    const Shape& source = in.size() > 1 && in[1] ? *in[1] : x;  // where a 0 copies its dim from
     const auto& spec = n.attrs.get_ints("shape");
     Shape y(spec.size());
     int64_t known = 1;
@@ -37,8 +40,9 @@ class ReshapeOp : public OpDef {
         infer = static_cast<int>(i);
         continue;
       }
-      KILN_CHECK(spec[i] != 0 || i < x.size(), "[reshape] {}: dim {} copies a dim x {} lacks", n.name, i, to_string(x));
-      y[i] = spec[i] == 0 ? x[i] : spec[i];
+      KILN_CHECK(spec[i] != 0 || i < source.size(), "[reshape] {}: dim {} copies a dim {} lacks", n.name, i,
+                 to_string(source));
+      y[i] = spec[i] == 0 ? source[i] : spec[i];
       known = static_cast<int64_t>(checked_mul(static_cast<uint64_t>(known), static_cast<uint64_t>(y[i]), "shape"));
     }
     const int64_t count = numel(x);

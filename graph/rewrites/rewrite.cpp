@@ -7,7 +7,10 @@ namespace kiln {
 
 ShapeOracle::ShapeOracle(const Graph& g) {
   Bindings a = g.example_bindings(), b = a;
-  for (auto& [name, size] : b) size = std::min(size + 1, g.symbols().at(name).max);
+  for (auto& [name, size] : b) {
+    const SymbolSpec& spec = g.symbols().at(name);
+    if (size + spec.multiple <= spec.max) size += spec.multiple;
+  }
   a_ = g.infer_shapes(a);
   b_ = g.infer_shapes(b);
 }

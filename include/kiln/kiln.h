@@ -140,6 +140,43 @@ class Classifier {
   std::unique_ptr<Impl> impl_;
 };
 
+// Object detection with a detector bundle (task object_detection): letterboxing as
+// Ultralytics' predictor, the network's own top-k head (no NMS), boxes mapped back to each image.
+struct DetectionOptions {
+  float conf = 0.25f;   // keep detections scoring above this
+  int max_det = 300;    // at most this many per image
+  int imgsz = 0;        // the letterbox size; 0: the bundle's (640 for YOLO)
+  bool square = false;  // pad every image to imgsz x imgsz (else to a multiple of 32, as Ultralytics)
+};
+
+struct DetectedObject {
+  float x1 = 0, y1 = 0, x2 = 0, y2 = 0;  // pixels of the original image
+  float score = 0;
+  int class_id = 0;
+  std::string label;
+};
+
+class Detector {
+ public:
+  // device: "cpu", "cuda", or "auto" (the GPU when there is one).
+  static Status load(const std::string& bundle_path, std::unique_ptr<Detector>* out,
+                     const std::string& device = "auto");
+  ~Detector();
+
+  const ModelInfo& info() const;
+  const std::vector<std::string>& labels() const;
+  // Decodes (JPEG, PNG, WebP) and detects; one list per image, best first.
+  Status detect_files(const std::vector<std::string>& paths, const DetectionOptions& options,
+                      std::vector<std::vector<DetectedObject>>* out);
+  Status detect_images(const std::vector<ImageView>& images, const DetectionOptions& options,
+                       std::vector<std::vector<DetectedObject>>* out);
+
+ private:
+  Detector();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // Per-call overrides of a bundle's generation settings (its generation_config.json); unset
 // fields keep the bundle's values.
 struct GenerationOptions {

@@ -204,6 +204,29 @@ TEST(TransformerOps, GatherAlongAnInnerAxisWithI32IndicesAndIntegerData) {
   EXPECT_EQ(std::vector<int64_t>(y, y + 6), (std::vector<int64_t>{3, 3, 1, 6, 6, 4}));
 }
 
+TEST(TransformerOps, GatherWithABatchDimReadsEachRowsOwnIndices) {
+  Graph g;
+  const int data = g.add_input("data", DType::F32, fixed_shape({2, 3, 2}));
+  const int idx = g.add_input("idx", DType::I64, fixed_shape({2, 2}));
+  g.add_output("y", g.add("gather", "top", {data, idx}, {{"axis", int64_t{1}}, {"batch_dims", int64_t{1}}}));
+  Engine e(g, lookup(), EngineOptions{"cpu"});
+  const auto out =
+      e.run({f32("data", {2, 3, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}), i64("idx", {2, 2}, {2, 0, 1, 1})});
+  EXPECT_EQ(out[0].shape, (Shape{2, 2, 2}));
+  expect_near(out[0].to_f32(), {5, 6, 1, 2, 9, 10, 9, 10});
+}
+
+TEST(TransformerOps, GatherBatchDimsMustMatch) {
+  Graph g;
+  const int data = g.add_input("data", DType::F32, fixed_shape({2, 3}));
+  const int idx = g.add_input("idx", DType::I64, fixed_shape({3, 1}));
+  g.add_output("y", g.add("gather", "top", {data, idx}, {{"axis", int64_t{1}}, {"batch_dims", int64_t{1}}}));
+  EXPECT_NE(test::error_message([&] {
+              g.validate();
+            }).find("[gather] top: data [2, 3] and indices [3, 1] differ in batch dim 0"),
+            std::string::npos);
+}
+
 TEST(TransformerOps, GatherOutOfRangeThrows) {
   Graph g;
   const int table = g.add_input("table", DType::F32, fixed_shape({3, 2}));

@@ -12,7 +12,8 @@ namespace {
 
 class GatherKernel : public CpuKernel {
  public:
-  GatherKernel(const Graph& g, int node, const ConstantLookup&) : axis_(g.nodes()[node].attrs.get_int("axis")) {}
+  GatherKernel(const Graph& g, int node, const ConstantLookup&)
+      : axis_(g.nodes()[node].attrs.get_int("axis")), batch_dims_(g.nodes()[node].attrs.get_int("batch_dims")) {}
   bool any_dtype() const override { return true; }
   void run(const KernelArgs& a, int) override {
     if (a.inputs[1].dtype == DType::I32) return typed<int32_t>(a);
@@ -24,22 +25,27 @@ class GatherKernel : public CpuKernel {
   void typed(const KernelArgs& a) {
     const TensorRef &data = a.inputs[0], &indices = a.inputs[1];
     const int axis = normalize_axis(axis_, data.shape.size(), "[gather] " + a.node->name);
-    int64_t outer = 1, inner = dtype_size(data.dtype);
+    int64_t outer = 1, groups = 1, inner = dtype_size(data.dtype);
     for (int d = 0; d < axis; ++d) outer *= data.shape[d];
+    for (int64_t d = 0; d < batch_dims_; ++d) groups *= data.shape[d];
     for (size_t d = axis + 1; d < data.shape.size(); ++d) inner *= data.shape[d];
-    const int64_t dim = data.shape[axis], count = indices.numel();
+    // Each group of outer / groups rows (one batch element) reads its own `count` indices.
+    const int64_t dim = data.shape[axis], count = groups ? indices.numel() / groups : 0;
+    const int64_t outer_per_group = groups ? outer / groups : 0;
     const I* idx = indices.as<const I>();
-    for (int64_t i = 0; i < count; ++i)
+    for (int64_t i = 0; i < indices.numel(); ++i)
       KILN_CHECK(idx[i] >= 0 && idx[i] < dim, "[gather] {}: index {} is out of range [0, {})", a.node->name,
                  static_cast<int64_t>(idx[i]), dim);
     const auto* in = static_cast<const uint8_t*>(data.data);
     auto* out = static_cast<uint8_t*>(a.outputs[0].data);
-    for (int64_t o = 0; o < outer; ++o)
+    for (int64_t o = 0; o < outer; ++o) {
+      const I* row_idx = idx + (o / outer_per_group) * count;
       for (int64_t i = 0; i < count; ++i)
-        std::memcpy(out + (o * count + i) * inner, in + (o * dim + idx[i]) * inner, static_cast<size_t>(inner));
+        std::memcpy(out + (o * count + i) * inner, in + (o * dim + row_idx[i]) * inner, static_cast<size_t>(inner));
+    }
   }
 
-  int64_t axis_;
+  int64_t axis_, batch_dims_;
 };
 
 }  // namespace

@@ -16,7 +16,8 @@ bool supports_gather(const Graph& g, const Node& n) {
 
 class GatherKernel : public Kernel {
  public:
-  explicit GatherKernel(CudaKernelContext& c) : axis_(c.node.attrs.get_int("axis")), error_(c.error_word) {
+  explicit GatherKernel(CudaKernelContext& c)
+      : axis_(c.node.attrs.get_int("axis")), batch_dims_(c.node.attrs.get_int("batch_dims")), error_(c.error_word) {
     c.checks_inputs = true;
   }
 
@@ -29,18 +30,22 @@ class GatherKernel : public Kernel {
     g.indices = indices.data;
     g.index_type = indices.dtype;
     g.outer = 1;
+    int64_t groups = 1;
     g.row_bytes = static_cast<int64_t>(dtype_size(data.dtype));
     for (int d = 0; d < axis; ++d) g.outer *= data.shape[d];
+    for (int64_t d = 0; d < batch_dims_; ++d) groups *= data.shape[d];
     for (size_t d = axis + 1; d < data.shape.size(); ++d) g.row_bytes *= data.shape[d];
+    if (g.outer == 0 || groups == 0 || indices.numel() == 0) return;
+    g.outer_per_group = g.outer / groups;
     g.dim = data.shape[axis];
-    g.count = indices.numel();
+    g.count = indices.numel() / groups;
     g.error = error_;
     g.error_bit = kCudaIndexOutOfRange;
     cuda::launch_gather(g, stream_of(a));
   }
 
  private:
-  int64_t axis_;
+  int64_t axis_, batch_dims_;
   uint32_t* error_;
 };
 

@@ -1,4 +1,5 @@
-// reshape (a view) with kept and inferred dims, followed by an op so that the view is read.
+// reshape (a view) with kept and inferred dims, dims kept from another tensor (`like`), followed by
+// an op so that the view is read.
 #include "tests/ops/op_case.h"
 
 namespace kiln::test {
@@ -15,6 +16,15 @@ KILN_OP_CASES(reshape) {
       c.output(c.graph.add("add", "use", {y, y}));
       cases.push_back(std::move(c));
     }
+  for (DType t : {DType::F32, DType::F16}) {
+    // [B, H * W, heads, D] back to the map [B, H, W, C] it came from.
+    OpCase c("reshape", t, {2, 12, 2, 3}, "like [2, 3, 4, 6]");
+    const int x = c.input("x", t, {2, 12, 2, 3}, 1.0, -9, 9);
+    const int like = c.input("like", t, {2, 3, 4, 6}, 1.0, -9, 9);
+    const int y = c.graph.add("reshape", "reshape", {x, like}, {{"shape", std::vector<int64_t>{0, 0, 0, -1}}});
+    c.output(c.graph.add("add", "use", {y, like}));
+    cases.push_back(std::move(c));
+  }
   return cases;
 }
 

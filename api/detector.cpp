@@ -1,0 +1,106 @@
+// kiln::Detector: the public face of tasks/detection over a bundle.
+#include "tasks/detection/detector.h"
+
+#include "bundle/bundle.h"
+#include "core/error.h"
+#include "kiln/kiln.h"
+
+namespace kiln {
+
+struct Detector::Impl {
+  std::unique_ptr<detection::Detector> model;
+  ModelInfo info;
+};
+
+Detector::Detector() : impl_(std::make_unique<Impl>()) {}
+Detector::~Detector() = default;
+
+Status Detector::load(const std::string& path, std::unique_ptr<Detector>* out, const std::string& device) {
+  try {
+    auto bundle = Bundle::open(path);
+    std::unique_ptr<Detector> d(new Detector());
+    d->impl_->model = std::make_unique<detection::Detector>(bundle, device);
+    const auto& m = bundle->manifest();
+    ModelInfo& i = d->impl_->info;
+    const auto& model = m.value("model", nlohmann::json::object());
+    i.model_id = model.value("id", "");
+    i.revision = model.value("revision", "");
+    i.family = model.value("family", "");
+    i.architecture = model.value("architecture", "");
+    i.precision = bundle->precision();
+    i.kiln_version = m.value("kiln_version", "");
+    i.created = m.value("created", "");
+    i.channels = 3;
+    i.height = i.width = d->impl_->model->letterbox_config().imgsz;
+    i.num_classes = static_cast<int>(d->impl_->model->labels().size());
+    i.batch_sizes = m.value("build", nlohmann::json::object()).value("batch_sizes", std::vector<int>{1});
+    i.task = m.at("task").value("type", "");
+    i.bundle_bytes = bundle->file_size();
+    i.device = d->impl_->model->engine().device();
+    *out = std::move(d);
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Error(e.what());
+  }
+}
+
+const ModelInfo& Detector::info() const { return impl_->info; }
+const std::vector<std::string>& Detector::labels() const { return impl_->model->labels(); }
+
+namespace {
+
+// Images go through the engine in chunks no larger than this, so that memory stays bounded.
+constexpr size_t kChunk = 32;
+
+}  // namespace
+
+Status Detector::detect_images(const std::vector<ImageView>& images, const DetectionOptions& options,
+                               std::vector<std::vector<DetectedObject>>* out) {
+  try {
+    out->clear();
+    detection::DetectOptions o{options.conf, options.max_det, options.imgsz, options.square};
+    const auto& labels = impl_->model->labels();
+    for (size_t start = 0; start < images.size(); start += kChunk) {
+      std::vector<Image> copies;
+      for (size_t i = start; i < std::min(images.size(), start + kChunk); ++i) {
+        const auto& v = images[i];
+        KILN_CHECK(v.rgb && v.width > 0 && v.height > 0 && v.width <= 65536 && v.height <= 65536,
+                   "[detect] image {} is empty or too large", i);
+        copies.push_back(
+            {v.width, v.height, std::vector<uint8_t>(v.rgb, v.rgb + static_cast<size_t>(v.width) * v.height * 3)});
+      }
+      std::vector<const Image*> ptrs;
+      for (const auto& c : copies) ptrs.push_back(&c);
+      for (const auto& dets : impl_->model->detect(ptrs, o)) {
+        std::vector<DetectedObject> objs;
+        for (const auto& d : dets) objs.push_back({d.x1, d.y1, d.x2, d.y2, d.score, d.class_id, labels[d.class_id]});
+        out->push_back(std::move(objs));
+      }
+    }
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Error(e.what());
+  }
+}
+
+Status Detector::detect_files(const std::vector<std::string>& paths, const DetectionOptions& options,
+                              std::vector<std::vector<DetectedObject>>* out) {
+  try {
+    out->clear();
+    for (size_t start = 0; start < paths.size(); start += kChunk) {
+      std::vector<Image> decoded;
+      std::vector<ImageView> views;
+      for (size_t i = start; i < std::min(paths.size(), start + kChunk); ++i) decoded.push_back(load_image(paths[i]));
+      for (const auto& d : decoded) views.push_back({d.width, d.height, d.rgb.data()});
+      std::vector<std::vector<DetectedObject>> part;
+      Status s = detect_images(views, options, &part);
+      if (!s.ok()) return s;
+      for (auto& p : part) out->push_back(std::move(p));
+    }
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Error(e.what());
+  }
+}
+
+}  // namespace kiln

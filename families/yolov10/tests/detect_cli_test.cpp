@@ -1,0 +1,123 @@
+// `kiln build` and `kiln detect` on a deterministic yolov10n: JSON output, --max-det, --square,
+// --draw, images of odd shapes and colour types (correct output), and bad files (one clean error
+// line, never a crash).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "families/yolov10/tests/deterministic_checkpoint.h"
+#include "tasks/image/encode.h"
+#include "tests/test_support.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string kiln_bin() { return test::binary_dir() + "/bin/kiln"; }
+std::string work() { return test::binary_dir() + "/yolov10-cli"; }
+
+const std::string& bundle() {
+  static const std::string path = [] {
+    std::ifstream in(test::source_dir() + "/families/yolov10/tests/data/random_reference.json");
+    const auto ref = nlohmann::json::parse(in);
+    test::write_deterministic_checkpoint(work() + "/yolov10n", "yolov10n", ref.at("models").at("yolov10n"));
+    const std::string p = work() + "/yolov10n.bundle";
+    std::string out;
+    EXPECT_EQ(test::run_command(kiln_bin() + " build " + work() + "/yolov10n -o " + p, &out), 0) << out;
+    return p;
+  }();
+  return path;
+}
+
+std::string image(const std::string& name, int w, int h, bool gray = false) {
+  Image im{w, h, std::vector<uint8_t>(static_cast<size_t>(w) * h * 3)};
+  for (size_t i = 0; i < im.rgb.size(); ++i) im.rgb[i] = static_cast<uint8_t>((i * 37) % 251);
+  const std::string path = work() + "/" + name;
+  write_jpeg(im, path, 90, gray);
+  return path;
+}
+
+// One JSON line per image; every box inside its image.
+std::vector<nlohmann::json> detect(const std::string& args, const std::vector<std::pair<int, int>>& sizes) {
+  std::string out;
+  EXPECT_EQ(test::run_command(kiln_bin() + " detect " + bundle() + " --device cpu --json " + args, &out), 0) << out;
+  std::vector<nlohmann::json> lines;
+  std::istringstream s(out);
+  for (std::string line; std::getline(s, line);) lines.push_back(nlohmann::json::parse(line));
+  EXPECT_EQ(lines.size(), sizes.size()) << out;
+  for (size_t i = 0; i < std::min(lines.size(), sizes.size()); ++i)
+    for (const auto& d : lines[i].at("detections")) {
+      const auto b = d.at("box").get<std::vector<double>>();
+      EXPECT_TRUE(b[0] >= 0 && b[0] <= b[2] && b[2] <= sizes[i].first && b[1] >= 0 && b[1] <= b[3] &&
+                  b[3] <= sizes[i].second)
+          << d.dump();
+      // The names of config.json: a model made from a yaml file names its classes "0", "1", ...
+      EXPECT_EQ(d.at("label"), std::to_string(d.at("class").get<int>()));
+    }
+  return lines;
+}
+
+TEST(YoloCli, DetectsAndPrintsJson) {
+  fs::create_directories(work());
+  const std::string val = test::data_path("data/coco-val2017-128/images/000000000139.jpg");
+  const auto lines = detect(val + " --conf 0 --max-det 5 --imgsz 320", {{640, 426}});
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].at("image"), val);
+  EXPECT_EQ(lines[0].at("detections").size(), 5u);
+  // --square letterboxes to 320x320: other padding, so slightly other scores, the same count.
+  EXPECT_EQ(detect(val + " --conf 0 --max-det 7 --imgsz 320 --square", {{640, 426}})[0].at("detections").size(), 7u);
+  std::string out;
+  ASSERT_EQ(test::run_command(kiln_bin() + " detect " + bundle() + " " + val + " --device cpu --conf 0 --max-det 3 " +
+                                  "--imgsz 320 --draw " + work() + "/drawn",
+                              &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("3 detections"), std::string::npos) << out;
+  EXPECT_TRUE(fs::exists(work() + "/drawn/000000000139.jpg"));
+}
+
+TEST(YoloCli, OddImagesGiveValidDetections) {
+  fs::create_directories(work());
+  const std::string tiny = image("tiny.jpg", 1, 1), sliver = image("sliver.jpg", 10000, 50),
+                    tall = image("tall.jpg", 7, 3000), gray = image("gray.jpg", 300, 200, true);
+  const auto lines = detect(tiny + " " + sliver + " " + tall + " " + gray + " --conf 0 --max-det 10",
+                            {{1, 1}, {10000, 50}, {7, 3000}, {300, 200}});
+  for (const auto& l : lines) EXPECT_EQ(l.at("detections").size(), 10u) << l.dump();
+}
+
+TEST(YoloCli, BadInputFailsCleanly) {
+  fs::create_directories(work());
+  auto expect_error = [](const std::string& args, const std::string& needle) {
+    std::string out;
+    const int rc = test::run_command(kiln_bin() + " " + args, &out);
+    EXPECT_NE(rc, 0) << args;
+    EXPECT_LT(rc, 128) << "killed by a signal: " << args;
+    EXPECT_EQ(out.rfind("kiln: error: ", 0), 0u) << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+    EXPECT_NE(out.find(needle), std::string::npos) << "expected '" << needle << "' in: " << out;
+  };
+  std::ofstream(work() + "/garbage.jpg", std::ios::binary) << std::string("\xff\xd8\xff\xe0 not a jpeg at all", 24);
+  expect_error("detect " + bundle() + " " + work() + "/garbage.jpg", "JPEG decode failed");
+  std::ofstream(work() + "/text.png") << "hello";
+  expect_error("detect " + bundle() + " " + work() + "/text.png", "not a JPEG, PNG or WebP");
+  expect_error("detect " + bundle() + " " + work() + "/missing.jpg", "cannot open");
+  // A small --imgsz leaves fewer grid cells than the head's 300 detections.
+  expect_error("detect " + bundle() + " " + image("small.jpg", 64, 64) + " --imgsz 64", "fewer than the head's 300");
+  // A classifier's command on a detector, and the reverse.
+  expect_error("classify " + bundle() + " " + image("c.jpg", 8, 8), "not an image classifier");
+  // A checkpoint whose config names an unknown size; one whose weights are cut short.
+  fs::create_directories(work() + "/bad-arch");
+  fs::copy_file(work() + "/yolov10n/model.safetensors", work() + "/bad-arch/model.safetensors",
+                fs::copy_options::overwrite_existing);
+  std::ofstream(work() + "/bad-arch/config.json") << R"({"model": "yolov10q.yaml", "task": "detect"})";
+  expect_error("build " + work() + "/bad-arch -o " + work() + "/bad.bundle", "unknown architecture 'yolov10q'");
+  std::ofstream(work() + "/bad-arch/config.json") << R"({"model": "yolov10s.yaml", "task": "detect"})";
+  expect_error("build " + work() + "/bad-arch -o " + work() + "/bad.bundle", "has shape");
+  std::ofstream(work() + "/bad-arch/model.safetensors") << "x";
+  expect_error("build " + work() + "/bad-arch -o " + work() + "/bad.bundle", "too short for a header");
+}
+
+}  // namespace
+}  // namespace kiln
