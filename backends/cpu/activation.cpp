@@ -2,7 +2,10 @@
 
 namespace kiln::cpu {
 
-void bias_activation(float* y, int64_t rows, int channels, const float* bias, Activation act) {
+// Built for AVX-512, AVX2 and the baseline, chosen when the program loads: the exp polynomial is
+// most of a conv layer's time outside its GEMM.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void bias_activation(float* y, int64_t rows, int channels,
+                                                                                  const float* bias, Activation act) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     float* row = y + r * channels;

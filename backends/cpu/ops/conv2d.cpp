@@ -1,7 +1,9 @@
 // conv2d on the CPU (graph/ops/conv2d.h): a 1x1 conv is one GEMM, a depthwise conv a loop over
-// taps with channels innermost, anything else a direct loop. Weights are repacked once for the
-// loop that reads them; FP8 layers are emulated exactly (the input rounded to E4M3 as fp16,
-// weights as stored E4M3 values times their channel's scale).
+// taps with channels innermost, any other ungrouped conv a GEMM over patches gathered a block of
+// output pixels at a time (im2col: NHWC input and OHWI weights make a patch row the weight row's
+// layout), a grouped one a direct loop. Weights are repacked once for the loop that reads them; FP8 layers are emulated
+// exactly (the input rounded to E4M3 as fp16, weights as stored E4M3 values times their channel's scale).
+#include <algorithm>
 #include <vector>
 
 #include "backends/cpu/activation.h"
@@ -43,6 +45,42 @@ void depthwise(const float* x, const float* w_kkc, const float* bias, float* y, 
           float* py = y + ((static_cast<int64_t>(n) * g.oh + oy) * g.ow + ox) * C;
           for (int c = 0; c < C; ++c) py[c] = cpu::apply_activation(acc[c], p.act);
         }
+  }
+}
+
+// y[pixels, out] = patches[pixels, kh * kw * c] * w[out, kh * kw * c]^T for one group, the patches
+// gathered for a block of output pixels at a time so that the buffer stays in cache-sized pieces
+// (zeros where a tap falls in the padding).
+void im2col_gemm(const float* x, const float* w, const float* bias, float* y, const ConvGeometry& g,
+                 const Conv2dParams& p, std::vector<float>& patches) {
+  const int64_t k = static_cast<int64_t>(p.kh) * p.kw * g.c;
+  const int64_t pixels = static_cast<int64_t>(g.n) * g.oh * g.ow;
+  const int64_t block = std::max<int64_t>(64, (int64_t{1} << 20) / k);  // about 4 MiB of patches
+  patches.resize(static_cast<size_t>(std::min(block, pixels) * k));
+  for (int64_t start = 0; start < pixels; start += block) {
+    const int64_t count = std::min(block, pixels - start);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t pix = start + i;
+      const int ox = static_cast<int>(pix % g.ow), oy = static_cast<int>(pix / g.ow % g.oh);
+      const int n = static_cast<int>(pix / (static_cast<int64_t>(g.ow) * g.oh));
+      float* row = patches.data() + i * k;
+      for (int ky = 0; ky < p.kh; ++ky) {
+        const int iy = oy * p.stride_h - g.pad_top + ky * p.dilation_h;
+        for (int kx = 0; kx < p.kw; ++kx, row += g.c) {
+          const int ix = ox * p.stride_w - g.pad_left + kx * p.dilation_w;
+          if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) {
+            std::fill(row, row + g.c, 0.0f);
+            continue;
+          }
+          const float* px = x + ((static_cast<int64_t>(n) * g.h + iy) * g.w + ix) * g.c;
+          std::copy(px, px + g.c, row);
+        }
+      }
+    }
+    float* out = y + start * g.o;
+    cpu::gemm_xwt(patches.data(), w, out, count, static_cast<int>(k), g.o);
+    cpu::bias_activation(out, count, g.o, bias, p.act);
   }
 }
 
@@ -105,6 +143,9 @@ class Conv2dKernel : public CpuKernel {
       weight_.resize(w.size());
       for (int c = 0; c < out; ++c)
         for (int t = 0; t < kk; ++t) weight_[static_cast<size_t>(t) * out + c] = w[static_cast<size_t>(c) * kk + t];
+    } else if (p_.groups == 1) {
+      kind_ = Kind::Patches;
+      weight_ = std::move(w);  // OHWI: [out, kh * kw * in], a patch row's layout
     } else {
       kind_ = Kind::Direct;  // [out, kh, kw, in/g] -> [g][kh][kw][in/g][out/g]
       const int G = p_.groups, cout_g = out / G;
@@ -152,6 +193,8 @@ class Conv2dKernel : public CpuKernel {
       cpu::bias_activation(y, rows, g.o, bias, p_.act);
     } else if (kind_ == Kind::Depthwise) {
       depthwise(x, weight_.data(), bias, y, g, p_);
+    } else if (kind_ == Kind::Patches) {
+      im2col_gemm(x, weight_.data(), bias, y, g, p_, patches_);
     } else {
       direct(x, weight_.data(), bias, y, g, p_);
     }
@@ -175,7 +218,7 @@ class Conv2dKernel : public CpuKernel {
   }
 
  private:
-  enum class Kind { Pointwise, Depthwise, Direct };
+  enum class Kind { Pointwise, Depthwise, Patches, Direct };
   static bool has(const KernelArgs& a, int slot) {
     return slot < static_cast<int>(a.inputs.size()) && a.inputs[slot].data;
   }
@@ -194,7 +237,7 @@ class Conv2dKernel : public CpuKernel {
   Shape w_shape_;
   Kind kind_ = Kind::Direct;
   bool x_is_e4m3_ = false, out_is_e4m3_ = false;
-  std::vector<float> weight_, bias_, x_;
+  std::vector<float> weight_, bias_, x_, patches_;
 };
 
 }  // namespace
