@@ -90,7 +90,8 @@ Status Detector::detect_files(const std::vector<std::string>& paths, const Detec
     for (size_t start = 0; start < paths.size(); start += kChunk) {
       std::vector<Image> decoded;
       std::vector<ImageView> views;
-      for (size_t i = start; i < std::min(paths.size(), start + kChunk); ++i) decoded.push_back(load_image(paths[i]));
+      for (size_t i = start; i < std::min(paths.size(), start + kChunk); ++i)
+        decoded.push_back(load_image(paths[i], /*exif_orientation=*/true));
       for (const auto& d : decoded) views.push_back({d.width, d.height, d.rgb.data()});
       std::vector<std::vector<DetectedObject>> part;
       Status s = detect_images(views, options, &part);

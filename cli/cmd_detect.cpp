@@ -42,7 +42,7 @@ Command add_detect(CLI::App& app) {
     if (!args->draw.empty()) std::filesystem::create_directories(args->draw);
     for (size_t i = 0; i < results.size(); ++i) {
       if (!args->draw.empty()) {
-        Image image = load_image(args->images[i]);
+        Image image = load_image(args->images[i], /*exif_orientation=*/true);
         std::vector<detection::Detection> boxes;
         for (const auto& d : results[i]) boxes.push_back({d.x1, d.y1, d.x2, d.y2, d.score, d.class_id});
         detection::draw_detections(image, boxes);

@@ -91,6 +91,8 @@ int eval_detection(const std::string& bundle, const classification::EvalOptions&
   }
   fmt::print("{} images ({}) on {} in {:.1f} s, {:.1f} images/s\n", r.images, r.data, r.device, r.seconds,
              r.images_per_s);
+  fmt::print("per image: decode {:.2f} ms, letterbox {:.2f} ms, network {:.2f} ms, boxes back {:.3f} ms\n", r.decode_ms,
+             r.preprocess_ms, r.inference_ms, r.postprocess_ms);
   fmt::print(
       "mAP50-95 {:.4f}  mAP50 {:.4f}  mAP75 {:.4f}  ({} classes, {} boxes, {} detections; COCO's rules, 100 a "
       "class and image)\n",

@@ -11,6 +11,8 @@
 #include "tasks/detection/detector.h"
 #include "tasks/detection/evaluate.h"
 #include "tasks/detection/letterbox.h"
+#include "tasks/image/encode.h"
+#include "tasks/image/exif.h"
 #include "tasks/image/resize_cv.h"
 #include "tests/test_support.h"
 
@@ -104,6 +106,81 @@ TEST(ResizeCv, MatchesOpenCvBitForBit) {
     EXPECT_EQ(sha256_hex(resize_bilinear_cv(im, c.nw, c.nh).rgb), c.sha256)
         << c.w << "x" << c.h << " -> " << c.nw << "x" << c.nh;
   }
+}
+
+// A JPEG with an APP1 "Exif" segment holding only IFD0's orientation tag, spliced in after SOI.
+std::vector<uint8_t> with_orientation(const std::vector<uint8_t>& jpeg, int orientation, bool little_endian) {
+  std::vector<uint8_t> tiff =
+      little_endian ? std::vector<uint8_t>{'I',
+                                           'I',
+                                           42,
+                                           0,
+                                           8,
+                                           0,
+                                           0,
+                                           0,
+                                           1,
+                                           0,
+                                           0x12,
+                                           0x01,
+                                           3,
+                                           0,
+                                           1,
+                                           0,
+                                           0,
+                                           0,
+                                           static_cast<uint8_t>(orientation),
+                                           0,
+                                           0,
+                                           0}
+                    : std::vector<uint8_t>{'M',  'M',  0, 42, 0, 0, 0, 8, 0, 1,
+                                           0x01, 0x12, 0, 3,  0, 0, 0, 1, 0, static_cast<uint8_t>(orientation),
+                                           0,    0};
+  tiff.insert(tiff.end(), {0, 0, 0, 0});  // no next IFD
+  std::vector<uint8_t> app1 = {0xFF, 0xE1, 0, 0, 'E', 'x', 'i', 'f', 0, 0};
+  app1.insert(app1.end(), tiff.begin(), tiff.end());
+  const size_t length = app1.size() - 2;
+  app1[2] = static_cast<uint8_t>(length >> 8);
+  app1[3] = static_cast<uint8_t>(length & 0xFF);
+  std::vector<uint8_t> out(jpeg.begin(), jpeg.begin() + 2);
+  out.insert(out.end(), app1.begin(), app1.end());
+  out.insert(out.end(), jpeg.begin() + 2, jpeg.end());
+  return out;
+}
+
+TEST(Exif, OrientationTurnsTheImageAsOpenCvDoes) {
+  // A 3x2 image whose pixels are all different, written as a high-quality JPEG; each
+  // orientation must give the stored image turned or mirrored (compared through the decoder's
+  // own output of the plain file, so JPEG's loss does not matter).
+  Image im{3, 2, {}};
+  for (int i = 0; i < 6; ++i) im.rgb.insert(im.rgb.end(), {uint8_t(40 * i), uint8_t(250 - 40 * i), uint8_t(100)});
+  const std::string path = test::binary_dir() + "/exif.jpg";
+  write_jpeg(im, path, 100);
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> jpeg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const Image stored = decode_image(jpeg, "plain");
+  EXPECT_EQ(jpeg_exif_orientation(jpeg), 1);
+  auto at = [](const Image& m, int x, int y) { return m.rgb[(static_cast<size_t>(y) * m.width + x) * 3]; };
+  for (bool little : {true, false})
+    for (int o = 1; o <= 8; ++o) {
+      const auto tagged = with_orientation(jpeg, o, little);
+      ASSERT_EQ(jpeg_exif_orientation(tagged), o);
+      EXPECT_EQ(decode_image(tagged, "tagged").rgb, stored.rgb);  // without the option: as stored
+      const Image up = decode_image(tagged, "tagged", /*exif_orientation=*/true);
+      ASSERT_EQ(up.width, o >= 5 ? 2 : 3) << o;
+      // Where the stored top-left pixel goes.
+      const int tx = (o == 2 || o == 3 || o == 6 || o == 7) ? up.width - 1 : 0;
+      const int ty = (o == 3 || o == 4 || o == 7 || o == 8) ? up.height - 1 : 0;
+      EXPECT_EQ(at(up, tx, ty), at(stored, 0, 0)) << "orientation " << o;
+    }
+  // Malformed EXIF reads as "as stored".
+  auto broken = with_orientation(jpeg, 6, true);
+  broken[2 + 4 + 6 + 4] = 0xFF;  // the IFD offset points far outside
+  EXPECT_EQ(jpeg_exif_orientation(broken), 1);
+  auto cut = with_orientation(jpeg, 6, true);
+  cut[3] = 0xF0;  // the segment claims more bytes than it has... and than the file
+  EXPECT_EQ(jpeg_exif_orientation(std::span(cut).first(40)), 1);
+  EXPECT_EQ(jpeg_exif_orientation({}), 1);
 }
 
 TEST(Anchors, CellCentresLevelByLevel) {

@@ -165,7 +165,8 @@ class Detector {
 
   const ModelInfo& info() const;
   const std::vector<std::string>& labels() const;
-  // Decodes (JPEG, PNG, WebP) and detects; one list per image, best first.
+  // Decodes (JPEG, PNG, WebP; a JPEG turned upright by its EXIF orientation, as OpenCV reads it) and
+  // detects; one list per image, best first.
   Status detect_files(const std::vector<std::string>& paths, const DetectionOptions& options,
                       std::vector<std::vector<DetectedObject>>* out);
   Status detect_images(const std::vector<ImageView>& images, const DetectionOptions& options,

@@ -1,12 +1,24 @@
 #include "tasks/detection/detector.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include "core/checked_math.h"
 #include "core/error.h"
 
 namespace kiln::detection {
+
+namespace {
+
+// Adds the seconds since `start` to `total` and restarts the clock.
+void lap(std::chrono::steady_clock::time_point& start, double& total) {
+  const auto now = std::chrono::steady_clock::now();
+  total += std::chrono::duration<double>(now - start).count();
+  start = now;
+}
+
+}  // namespace
 
 std::vector<float> anchor_grid(int width, int height, const std::vector<int>& strides) {
   std::vector<float> a;
@@ -54,6 +66,7 @@ Detector::Detector(std::shared_ptr<const Bundle> bundle, const std::string& devi
 }
 
 Detector::Raw Detector::run(const std::vector<const Image*>& images) {
+  auto clock = std::chrono::steady_clock::now();
   KILN_CHECK(!images.empty(), "[detect] no image");
   const int w = images[0]->width, h = images[0]->height, batch = static_cast<int>(images.size());
   for (const Image* im : images) KILN_CHECK(im->width == w && im->height == h, "[detect] a batch mixes input sizes");
@@ -72,7 +85,10 @@ Detector::Raw Detector::run(const std::vector<const Image*>& images) {
     for (size_t i = 0; i < plane; ++i)
       for (int c = 0; c < 3; ++c) dst[c * plane + i] = static_cast<float>(rgb[3 * i + c]) / 255.0f;
   }
-  const auto out = engine_->run({pixels, HostTensor::from_f32("anchors", {anchors, 3}, grid)});
+  HostTensor anchor_input = HostTensor::from_f32("anchors", {anchors, 3}, grid);
+  lap(clock, seconds_.preprocess);
+  const auto out = engine_->run({pixels, anchor_input});
+  lap(clock, seconds_.inference);
   const Graph& g = bundle_->graph(bundle_->main_graph());
   auto output = [&](const char* name) -> const HostTensor& { return out.at(*g.find_output(name)); };
   Raw r;
@@ -84,6 +100,7 @@ Detector::Raw Detector::run(const std::vector<const Image*>& images) {
   r.k = static_cast<int>(r.scores.size() / batch);
   KILN_CHECK(r.boxes.size() == r.scores.size() * 4 && r.classes.size() == r.scores.size(),
              "[detect] the head's outputs disagree in size");
+  lap(clock, seconds_.postprocess);
   return r;
 }
 
@@ -93,9 +110,11 @@ std::vector<std::vector<Detection>> Detector::detect(const std::vector<const Ima
   if (options.imgsz > 0) lb.imgsz = options.imgsz;
   lb.square = options.square;
   KILN_CHECK(options.max_det >= 1, "[detect] --max-det must be at least 1");
+  auto clock = std::chrono::steady_clock::now();
   std::vector<Image> inputs;
   inputs.reserve(images.size());
   for (const Image* im : images) inputs.push_back(letterbox(*im, lb));
+  lap(clock, seconds_.preprocess);
   // Images of one letterboxed shape run together.
   std::map<std::pair<int, int>, std::vector<size_t>> by_shape;
   for (size_t i = 0; i < inputs.size(); ++i) by_shape[{inputs[i].width, inputs[i].height}].push_back(i);
@@ -104,6 +123,7 @@ std::vector<std::vector<Detection>> Detector::detect(const std::vector<const Ima
     std::vector<const Image*> batch;
     for (size_t i : members) batch.push_back(&inputs[i]);
     Raw raw = run(batch);
+    clock = std::chrono::steady_clock::now();
     for (size_t j = 0; j < members.size(); ++j) {
       const size_t i = members[j];
       float* boxes = raw.boxes.data() + j * raw.k * 4;
@@ -117,6 +137,7 @@ std::vector<std::vector<Detection>> Detector::detect(const std::vector<const Ima
         result[i].push_back({b[0], b[1], b[2], b[3], score, static_cast<int>(cls)});
       }
     }
+    lap(clock, seconds_.postprocess);
   }
   return result;
 }

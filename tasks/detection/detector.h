@@ -30,6 +30,12 @@ struct DetectOptions {
   bool square = false;  // letterbox every image to imgsz x imgsz (lets a batch mix image shapes)
 };
 
+// Where a detector's time went, summed over its calls: letterboxing and the input tensors, the
+// engine, and mapping the head's output back to the images.
+struct StageSeconds {
+  double preprocess = 0, inference = 0, postprocess = 0;
+};
+
 // The anchors input for an input of width x height: (x + 0.5, y + 0.5, stride) per cell.
 std::vector<float> anchor_grid(int width, int height, const std::vector<int>& strides);
 
@@ -56,6 +62,8 @@ class Detector {
   };
   Raw run(const std::vector<const Image*>& letterboxed);
 
+  const StageSeconds& stage_seconds() const { return seconds_; }
+
  private:
   std::shared_ptr<const Bundle> bundle_;
   LetterboxConfig letterbox_;
@@ -63,6 +71,7 @@ class Detector {
   std::vector<std::string> labels_;
   int max_det_ = 0;
   std::unique_ptr<Engine> engine_;
+  StageSeconds seconds_;
 };
 
 }  // namespace kiln::detection

@@ -65,6 +65,10 @@ nlohmann::json DetectionEvalReport::to_json() const {
           {"ground_truth", map.ground_truth},
           {"detections", map.detections},
           {"seconds", seconds},
+          {"decode_ms", decode_ms},
+          {"preprocess_ms", preprocess_ms},
+          {"inference_ms", inference_ms},
+          {"postprocess_ms", postprocess_ms},
           {"images_per_s", images_per_s},
           {"device", device},
           {"data", data}};
@@ -81,8 +85,11 @@ DetectionEvalReport evaluate_detection(const std::string& bundle_path, const Det
   std::vector<std::vector<Box>> truth, found;
   ProgressBar bar("eval", paths.size());
   const auto start = std::chrono::steady_clock::now();
+  double decode_seconds = 0;
   for (const std::string& p : paths) {
-    const Image image = load_image(p);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Image image = load_image(p, /*exif_orientation=*/true);  // as cv2.imread reads it
+    decode_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const fs::path label = fs::path(o.data) / "labels" / (fs::path(p).stem().string() + ".txt");
     truth.push_back(
         read_yolo_labels(label.string(), image.width, image.height, static_cast<int>(model.labels().size())));
@@ -99,6 +106,11 @@ DetectionEvalReport evaluate_detection(const std::string& bundle_path, const Det
   r.images = paths.size();
   r.images_per_s = r.images / std::max(r.seconds, 1e-9);
   r.map = coco_map(truth, found, 100);
+  const double per_image_ms = 1000.0 / std::max<size_t>(r.images, 1);
+  r.decode_ms = decode_seconds * per_image_ms;
+  r.preprocess_ms = model.stage_seconds().preprocess * per_image_ms;
+  r.inference_ms = model.stage_seconds().inference * per_image_ms;
+  r.postprocess_ms = model.stage_seconds().postprocess * per_image_ms;
   r.device = model.engine().device();
   r.data = o.data;
   return r;

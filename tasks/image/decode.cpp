@@ -13,6 +13,7 @@
 
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "tasks/image/exif.h"
 #include "tasks/image/image.h"
 
 namespace kiln {
@@ -149,19 +150,22 @@ Image decode_webp(std::span<const uint8_t> bytes, const std::string& name) {
 
 }  // namespace
 
-Image decode_image(std::span<const uint8_t> b, const std::string& name) {
-  if (b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) return decode_jpeg(b, name);
+Image decode_image(std::span<const uint8_t> b, const std::string& name, bool exif_orientation) {
+  if (b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) {
+    Image image = decode_jpeg(b, name);
+    return exif_orientation ? apply_orientation(image, jpeg_exif_orientation(b)) : image;
+  }
   if (b.size() >= 8 && std::memcmp(b.data(), "\x89PNG\r\n\x1a\n", 8) == 0) return decode_png(b, name);
   if (b.size() >= 12 && std::memcmp(b.data(), "RIFF", 4) == 0 && std::memcmp(b.data() + 8, "WEBP", 4) == 0)
     return decode_webp(b, name);
   fail("[image] {}: not a JPEG, PNG or WebP image", name);
 }
 
-Image load_image(const std::string& path) {
+Image load_image(const std::string& path, bool exif_orientation) {
   std::ifstream in(path, std::ios::binary);
   KILN_CHECK(in.good(), "[image] cannot open {}", path);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return decode_image(bytes, path);
+  return decode_image(bytes, path, exif_orientation);
 }
 
 }  // namespace kiln

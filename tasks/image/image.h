@@ -15,7 +15,9 @@ struct Image {
 };
 
 // Decodes JPEG, PNG or WebP, chosen by the file's signature. Throws kiln::Error naming the file.
-Image decode_image(std::span<const uint8_t> bytes, const std::string& name);
-Image load_image(const std::string& path);
+// exif_orientation: turn a JPEG upright as its EXIF orientation says, as OpenCV's imread does
+// (Pillow, and so timm's preprocessing, keeps the stored pixels; exif.h).
+Image decode_image(std::span<const uint8_t> bytes, const std::string& name, bool exif_orientation = false);
+Image load_image(const std::string& path, bool exif_orientation = false);
 
 }  // namespace kiln

@@ -48,7 +48,7 @@ TEST(YoloLetterbox, MatchesUltralyticsPixelForPixel) {
   for (const auto& [arch, entry] : reference().at("models").items())
     for (const auto& run : entry.at("runs"))
       for (const auto& ref : run.at("images")) {
-        const Image image = load_image(image_path(ref.at("image")));
+        const Image image = load_image(image_path(ref.at("image")), /*exif_orientation=*/true);
         ASSERT_EQ(image.height, ref.at("size")[0].get<int>());
         ASSERT_EQ(image.width, ref.at("size")[1].get<int>());
         detection::LetterboxConfig c;
