@@ -3,6 +3,8 @@
 // line, never a crash).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -16,7 +18,11 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string kiln_bin() { return test::binary_dir() + "/bin/kiln"; }
-std::string work() { return test::binary_dir() + "/yolov10-cli"; }
+// One folder per process: CTest runs these tests as processes of their own, side by side.
+std::string work() {
+  static const std::string dir = test::binary_dir() + "/yolov10-cli/" + std::to_string(getpid());
+  return dir;
+}
 
 const std::string& bundle() {
   static const std::string path = [] {
