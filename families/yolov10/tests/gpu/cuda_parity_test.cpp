@@ -10,6 +10,7 @@
 #include "families/yolov10/tests/deterministic_checkpoint.h"
 #include "families/yolov10/tests/match.h"
 #include "kiln/kiln.h"
+#include "tests/gpu/test_graphs.h"
 #include "tests/test_support.h"
 
 namespace kiln {
@@ -38,6 +39,7 @@ std::string bundle_for(const std::string& arch, const std::string& precision) {
 class CudaParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaParity, Fp32AndFp16MatchUltralytics) {
+  REQUIRE_GPU();
   const std::string arch = GetParam();
   for (const std::string precision : {"fp32", "fp16"}) {
     std::unique_ptr<Detector> model;
