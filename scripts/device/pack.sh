@@ -10,6 +10,10 @@
 #   scripts/device/pack.sh STAGE s   # encoder-decoders: the GPU tests and op harness, the seq2seq
 #                                    # fixtures with transformers' references, the WMT22 text and
 #                                    # kiln's token ids of it (check_tokenizers.py compares them there)
+#   scripts/device/pack.sh STAGE y   # detection: the GPU tests (yolov10's too) and op harness, the 128
+#                                    # val2017 images; with ULTRALYTICS=DIR also that `ultralytics/`
+#                                    # package (THU-MIG/yolov10's, run from source by the reference
+#                                    # and speed scripts; it stays out of this repository)
 # BASELINE=FILE adds another kiln binary (an earlier commit's build) as bin/kiln-baseline, to time
 # against in the same run.
 set -euo pipefail
@@ -21,7 +25,8 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$out" "$stage/bin" "$stage/lib"
 bins=(build/bin/kiln)
-[ "$run" = a ] || [ "$run" = s ] && bins+=(build/tests/kiln_gpu_tests build/tests/kiln_op_harness)
+[ "$run" = a ] || [ "$run" = s ] || [ "$run" = y ] && bins+=(build/tests/kiln_gpu_tests build/tests/kiln_op_harness)
+[ "$run" = y ] && bins+=(build/yolov10_gpu_tests)
 cp "${bins[@]}" "$stage/bin/"
 [ -n "${BASELINE:-}" ] && cp "$BASELINE" "$stage/bin/kiln-baseline" && bins+=("$BASELINE")
 strip "$stage"/bin/*
@@ -118,6 +123,12 @@ PY
       done
     done
     rm -r "$out/bundles"  # the tests build their own there
+    ;;
+  y)
+    mkdir -p "$out/data/data"
+    cp -r "$shared/data/coco-val2017-128" "$out/data/data/"
+    [ -n "${ULTRALYTICS:-}" ] && rm -rf "$out/ultralytics" && cp -r "$ULTRALYTICS" "$out/ultralytics"
+    rm -r "$out/bundles"
     ;;
 esac
 du -sh "$out"
