@@ -84,6 +84,35 @@ TEST(TensorOps, Concat) {
             "[concat] concat: inputs of different types (f32 and i64)");
 }
 
+TEST(TensorOps, Transpose) {
+  // x[a, b, c] = 100a + 10b + c, [2, 3, 4] -> perm (2, 0, 1) -> y[c, a, b].
+  std::vector<float> x;
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 4; ++c) x.push_back(static_cast<float>(100 * a + 10 * b + c));
+  std::vector<float> want;
+  for (int c = 0; c < 4; ++c)
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 3; ++b) want.push_back(static_cast<float>(100 * a + 10 * b + c));
+  for (DType t : {DType::F32, DType::F16}) {
+    const auto y = run_op("transpose", {tensor("x", t, {2, 3, 4}, x)}, {{"perm", std::vector<int64_t>{2, 0, 1}}});
+    EXPECT_EQ(y[0].shape, Shape({4, 2, 3}));
+    EXPECT_EQ(y[0].to_f32(), want) << dtype_name(t);
+  }
+  std::vector<int64_t> xi(x.begin(), x.end()), wi(want.begin(), want.end());
+  const auto yi =
+      run_op("transpose", {HostTensor::from_i64("x", {2, 3, 4}, xi)}, {{"perm", std::vector<int64_t>{2, 0, 1}}});
+  EXPECT_EQ(i64s(yi[0]), wi);
+  // An NCHW image to NHWC, large enough to run on several threads.
+  std::vector<float> img(3 * 64 * 256);
+  for (size_t i = 0; i < img.size(); ++i) img[i] = static_cast<float>(i);
+  const auto nhwc =
+      run_op("transpose", {f32("x", {1, 3, 64, 256}, img)}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})[0].to_f32();
+  for (int h = 0; h < 64; h += 9)
+    for (int w = 0; w < 256; w += 17)
+      for (int c = 0; c < 3; ++c) ASSERT_EQ(nhwc[(h * 256 + w) * 3 + c], img[(c * 64 + h) * 256 + w]);
+}
+
 TEST(TensorOps, Split) {
   std::vector<float> x(10);
   for (int i = 0; i < 10; ++i) x[i] = static_cast<float>(i);
