@@ -1,5 +1,6 @@
 // kiln::Classifier: the public face of tasks/classification over a bundle.
 #include "tasks/classification/classifier.h"
+#include "api/model_info.h"
 #include "bundle/bundle.h"
 #include "core/error.h"
 #include "kiln/kiln.h"
@@ -19,25 +20,12 @@ Status Classifier::load(const std::string& path, std::unique_ptr<Classifier>* ou
     auto bundle = Bundle::open(path);
     std::unique_ptr<Classifier> c(new Classifier());
     c->impl_->model = std::make_unique<classification::ImageClassifier>(bundle, device);
-    const auto& m = bundle->manifest();
-    ModelInfo& i = c->impl_->info;
-    const auto& model = m.value("model", nlohmann::json::object());
-    i.model_id = model.value("id", "");
-    i.revision = model.value("revision", "");
-    i.family = model.value("family", "");
-    i.architecture = model.value("architecture", "");
-    i.precision = bundle->precision();
-    i.kiln_version = m.value("kiln_version", "");
-    i.created = m.value("created", "");
+    ModelInfo& i = c->impl_->info = bundle_model_info(*bundle, c->impl_->model->engine().device());
     const auto& pre = c->impl_->model->preprocess_config();
     i.channels = pre.channels;
     i.height = pre.height;
     i.width = pre.width;
     i.num_classes = c->impl_->model->num_classes();
-    i.batch_sizes = m.value("build", nlohmann::json::object()).value("batch_sizes", std::vector<int>{1});
-    i.task = m.at("task").value("type", "");
-    i.bundle_bytes = bundle->file_size();
-    i.device = c->impl_->model->engine().device();
     *out = std::move(c);
     return Status::Ok();
   } catch (const std::exception& e) {

@@ -1,5 +1,6 @@
 // kiln::Detector: the public face of tasks/detection over a bundle.
 #include "tasks/detection/detector.h"
+#include "api/model_info.h"
 
 #include "bundle/bundle.h"
 #include "core/error.h"
@@ -20,23 +21,10 @@ Status Detector::load(const std::string& path, std::unique_ptr<Detector>* out, c
     auto bundle = Bundle::open(path);
     std::unique_ptr<Detector> d(new Detector());
     d->impl_->model = std::make_unique<detection::Detector>(bundle, device);
-    const auto& m = bundle->manifest();
-    ModelInfo& i = d->impl_->info;
-    const auto& model = m.value("model", nlohmann::json::object());
-    i.model_id = model.value("id", "");
-    i.revision = model.value("revision", "");
-    i.family = model.value("family", "");
-    i.architecture = model.value("architecture", "");
-    i.precision = bundle->precision();
-    i.kiln_version = m.value("kiln_version", "");
-    i.created = m.value("created", "");
+    ModelInfo& i = d->impl_->info = bundle_model_info(*bundle, d->impl_->model->engine().device());
     i.channels = 3;
     i.height = i.width = d->impl_->model->letterbox_config().imgsz;
     i.num_classes = static_cast<int>(d->impl_->model->labels().size());
-    i.batch_sizes = m.value("build", nlohmann::json::object()).value("batch_sizes", std::vector<int>{1});
-    i.task = m.at("task").value("type", "");
-    i.bundle_bytes = bundle->file_size();
-    i.device = d->impl_->model->engine().device();
     *out = std::move(d);
     return Status::Ok();
   } catch (const std::exception& e) {

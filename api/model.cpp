@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 
+#include "api/model_info.h"
 #include "backends/engine.h"
 #include "bundle/bundle.h"
 #include "core/error.h"
@@ -37,19 +38,7 @@ Status Model::load(const std::string& path, std::unique_ptr<Model>* out, const s
     Impl& i = *m->impl_;
     i.bundle = Bundle::open(path);
     i.device = device;
-    const auto& man = i.bundle->manifest();
-    const auto& model = man.value("model", nlohmann::json::object());
-    i.info.model_id = model.value("id", "");
-    i.info.revision = model.value("revision", "");
-    i.info.family = model.value("family", "");
-    i.info.architecture = model.value("architecture", "");
-    i.info.precision = i.bundle->precision();
-    i.info.kiln_version = man.value("kiln_version", "");
-    i.info.created = man.value("created", "");
-    i.info.task = man.at("task").value("type", "");
-    i.info.batch_sizes = man.value("build", nlohmann::json::object()).value("batch_sizes", std::vector<int>{1});
-    i.info.bundle_bytes = i.bundle->file_size();
-    i.info.device = i.engine("").device();
+    i.info = bundle_model_info(*i.bundle, i.engine("").device());
     *out = std::move(m);
     return Status::Ok();
   } catch (const std::exception& e) {

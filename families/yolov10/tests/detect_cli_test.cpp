@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "families/yolov10/tests/deterministic_checkpoint.h"
+#include "families/yolov10/tests/reference.h"
 #include "tasks/image/encode.h"
 #include "tests/test_support.h"
 
@@ -26,9 +27,8 @@ std::string work() {
 
 const std::string& bundle() {
   static const std::string path = [] {
-    std::ifstream in(test::source_dir() + "/families/yolov10/tests/data/random_reference.json");
-    const auto ref = nlohmann::json::parse(in);
-    test::write_deterministic_checkpoint(work() + "/yolov10n", "yolov10n", ref.at("models").at("yolov10n"));
+    test::write_deterministic_checkpoint(work() + "/yolov10n", "yolov10n",
+                                         test::random_reference().at("models").at("yolov10n"));
     const std::string p = work() + "/yolov10n.bundle";
     std::string out;
     EXPECT_EQ(test::run_command(kiln_bin() + " build " + work() + "/yolov10n -o " + p, &out), 0) << out;

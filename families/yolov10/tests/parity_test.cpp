@@ -12,7 +12,7 @@
 
 #include "core/sha256.h"
 #include "families/yolov10/tests/deterministic_checkpoint.h"
-#include "families/yolov10/tests/match.h"
+#include "families/yolov10/tests/reference.h"
 #include "kiln/kiln.h"
 #include "tasks/detection/letterbox.h"
 #include "tasks/image/image.h"
@@ -21,14 +21,6 @@
 namespace kiln {
 namespace {
 
-const nlohmann::json& reference() {
-  static const nlohmann::json j = [] {
-    std::ifstream in(test::source_dir() + "/families/yolov10/tests/data/random_reference.json");
-    return nlohmann::json::parse(in);
-  }();
-  return j;
-}
-
 std::string image_path(const std::string& name) { return test::data_path("data/coco-val2017-128/images/" + name); }
 
 // Builds an fp32 bundle of the deterministic checkpoint once per architecture.
@@ -36,7 +28,7 @@ std::string bundle_for(const std::string& arch) {
   const std::string dir = test::binary_dir() + "/yolov10-test/" + arch;
   const std::string bundle = dir + ".bundle";
   if (std::filesystem::exists(bundle)) return bundle;
-  test::write_deterministic_checkpoint(dir, arch, reference().at("models").at(arch));
+  test::write_deterministic_checkpoint(dir, arch, test::random_reference().at("models").at(arch));
   BuildResult r;
   const Status s = build(dir, bundle, BuildOptions{}, &r);
   EXPECT_TRUE(s.ok()) << s.message();
@@ -45,7 +37,7 @@ std::string bundle_for(const std::string& arch) {
 
 TEST(YoloLetterbox, MatchesUltralyticsPixelForPixel) {
   int checked = 0;
-  for (const auto& [arch, entry] : reference().at("models").items())
+  for (const auto& [arch, entry] : test::random_reference().at("models").items())
     for (const auto& run : entry.at("runs"))
       for (const auto& ref : run.at("images")) {
         const Image image = load_image(image_path(ref.at("image")), /*exif_orientation=*/true);
@@ -69,7 +61,7 @@ TEST_P(RawParity, MatchesUltralyticsBeforeTheThreshold) {
   const std::string arch = GetParam();
   std::unique_ptr<Detector> model;
   ASSERT_TRUE(Detector::load(bundle_for(arch), &model, "cpu").ok());
-  for (const auto& run : reference().at("models").at(arch).at("runs")) {
+  for (const auto& run : test::random_reference().at("models").at(arch).at("runs")) {
     DetectionOptions o;
     o.conf = 0;
     o.imgsz = run.at("imgsz").get<int>();
@@ -77,14 +69,8 @@ TEST_P(RawParity, MatchesUltralyticsBeforeTheThreshold) {
       std::vector<std::vector<DetectedObject>> out;
       const Status d = model->detect_files({image_path(ref.at("image"))}, o, &out);
       ASSERT_TRUE(d.ok()) << d.message();
-      const auto& scores = ref.at("scores");
-      std::vector<test::RawDetection> want, got;
-      for (size_t i = 0; i < scores.size(); ++i) {
-        const auto& b = ref.at("boxes")[i];
-        want.push_back({{b[0].get<float>(), b[1].get<float>(), b[2].get<float>(), b[3].get<float>()},
-                        scores[i].get<float>(),
-                        ref.at("classes")[i].get<int>()});
-      }
+      const auto want = test::reference_detections(ref);
+      std::vector<test::RawDetection> got;
       for (const auto& d : out.at(0)) got.push_back({{d.x1, d.y1, d.x2, d.y2}, d.score, d.class_id});
       ASSERT_EQ(got.size(), want.size()) << ref.at("image");
       const auto m = test::match_detections(want, got, 1e-4, 0.01);

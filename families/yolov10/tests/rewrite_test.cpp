@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "families/yolov10/tests/deterministic_checkpoint.h"
-#include "families/yolov10/tests/match.h"
+#include "families/yolov10/tests/reference.h"
 #include "graph/family_registry.h"
 #include "tasks/detection/detector.h"
 #include "tasks/detection/letterbox.h"
@@ -15,10 +15,6 @@
 
 namespace kiln {
 namespace {
-
-struct Raw {
-  std::vector<test::RawDetection> dets;
-};
 
 std::vector<test::RawDetection> run(Engine& e, const Image& lb) {
   const int64_t plane = static_cast<int64_t>(lb.width) * lb.height;
@@ -40,10 +36,8 @@ std::vector<test::RawDetection> run(Engine& e, const Image& lb) {
 }
 
 TEST(YoloRewrites, FusedAndHalfPrecisionGraphsComputeTheSame) {
-  std::ifstream in(test::source_dir() + "/families/yolov10/tests/data/random_reference.json");
-  const auto ref = nlohmann::json::parse(in);
   const std::string dir = test::binary_dir() + "/yolov10-rewrite/yolov10n";
-  test::write_deterministic_checkpoint(dir, "yolov10n", ref.at("models").at("yolov10n"));
+  test::write_deterministic_checkpoint(dir, "yolov10n", test::random_reference().at("models").at("yolov10n"));
   Checkpoint ckpt(dir);
   const ModelDefinition def = FamilyRegistry::instance().find_family("yolov10n")->build(ckpt);
   const Image lb =

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "families/yolov10/tests/deterministic_checkpoint.h"
-#include "families/yolov10/tests/match.h"
+#include "families/yolov10/tests/reference.h"
 #include "kiln/kiln.h"
 #include "tests/gpu/test_graphs.h"
 #include "tests/test_support.h"
@@ -16,19 +16,11 @@
 namespace kiln {
 namespace {
 
-const nlohmann::json& reference() {
-  static const nlohmann::json j = [] {
-    std::ifstream in(test::source_dir() + "/families/yolov10/tests/data/random_reference.json");
-    return nlohmann::json::parse(in);
-  }();
-  return j;
-}
-
 std::string bundle_for(const std::string& arch, const std::string& precision) {
   const std::string dir = test::binary_dir() + "/yolov10-gpu-test/" + arch;
   const std::string bundle = dir + "-" + precision + ".bundle";
   if (!std::filesystem::exists(dir + "/model.safetensors"))
-    test::write_deterministic_checkpoint(dir, arch, reference().at("models").at(arch));
+    test::write_deterministic_checkpoint(dir, arch, test::random_reference().at("models").at(arch));
   BuildOptions o;
   o.precision = precision;
   const Status s = build(dir, bundle, o, nullptr);
@@ -46,7 +38,7 @@ TEST_P(CudaParity, Fp32AndFp16MatchUltralytics) {
     const Status s = Detector::load(bundle_for(arch, precision), &model, "cuda");
     ASSERT_TRUE(s.ok()) << s.message();
     ASSERT_NE(model->info().device.find("cuda"), std::string::npos);
-    for (const auto& run : reference().at("models").at(arch).at("runs")) {
+    for (const auto& run : test::random_reference().at("models").at(arch).at("runs")) {
       DetectionOptions o;
       o.conf = 0;
       o.imgsz = run.at("imgsz").get<int>();
@@ -55,14 +47,8 @@ TEST_P(CudaParity, Fp32AndFp16MatchUltralytics) {
         const std::string path = test::data_path("data/coco-val2017-128/images/" + ref.at("image").get<std::string>());
         const Status d = model->detect_files({path}, o, &out);
         ASSERT_TRUE(d.ok()) << precision << ": " << d.message();
-        std::vector<test::RawDetection> want, got;
-        const auto& scores = ref.at("scores");
-        for (size_t i = 0; i < scores.size(); ++i) {
-          const auto& b = ref.at("boxes")[i];
-          want.push_back({{b[0].get<float>(), b[1].get<float>(), b[2].get<float>(), b[3].get<float>()},
-                          scores[i].get<float>(),
-                          ref.at("classes")[i].get<int>()});
-        }
+        const auto want = test::reference_detections(ref);
+        std::vector<test::RawDetection> got;
         for (const auto& d : out.at(0)) got.push_back({{d.x1, d.y1, d.x2, d.y2}, d.score, d.class_id});
         ASSERT_EQ(got.size(), want.size());
         if (precision == "fp32") {
