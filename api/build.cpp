@@ -75,17 +75,7 @@ ModelDefinition define_model(const std::string& dir) {
   auto& registry = FamilyRegistry::instance();
   if (fs::exists(fs::path(dir) / "config.json")) {
     Checkpoint ckpt(dir);
-    // timm: "architecture"; transformers: "architectures"[0]; Ultralytics' hub mixin: "model",
-    // the name of the yaml file the model was made from ("<architecture>.yaml").
-    const auto& cfg = ckpt.config();
-    std::string arch = cfg.value("architecture", std::string());
-    if (arch.empty() && cfg.contains("architectures") && cfg["architectures"].is_array() &&
-        !cfg["architectures"].empty() && cfg["architectures"][0].is_string())
-      arch = cfg["architectures"][0].get<std::string>();
-    if (arch.empty() && cfg.contains("model") && cfg["model"].is_string()) {
-      arch = cfg["model"].get<std::string>();
-      if (arch.ends_with(".yaml")) arch.resize(arch.size() - 5);
-    }
+    const std::string arch = config_architecture(ckpt.config());
     const Family* family = registry.find_family(arch);
     KILN_CHECK(family, "[build] {}: unknown architecture '{}' (kiln builds: {})", dir, arch,
                fmt::join(registry.architectures(), ", "));

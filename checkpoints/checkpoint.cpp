@@ -60,6 +60,18 @@ std::vector<std::string> shards(const std::string& dir, const char* single, cons
 
 }  // namespace
 
+std::string config_architecture(const nlohmann::json& cfg) {
+  std::string arch = cfg.value("architecture", std::string());
+  if (arch.empty() && cfg.contains("architectures") && cfg["architectures"].is_array() &&
+      !cfg["architectures"].empty() && cfg["architectures"][0].is_string())
+    arch = cfg["architectures"][0].get<std::string>();
+  if (arch.empty() && cfg.contains("model") && cfg["model"].is_string()) {
+    arch = cfg["model"].get<std::string>();
+    if (arch.ends_with(".yaml")) arch.resize(arch.size() - 5);
+  }
+  return arch;
+}
+
 nlohmann::json read_json_file(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
   KILN_CHECK(in.good(), "[{}] cannot read {}", what, path);

@@ -52,4 +52,9 @@ class Checkpoint {
 
 nlohmann::json read_json_file(const std::string& path, const char* what);
 
+// The architecture a config.json names: timm's "architecture", transformers' "architectures"[0], or
+// Ultralytics' hub mixin's "model", the yaml file the model was made from ("<architecture>.yaml");
+// "" when none.
+std::string config_architecture(const nlohmann::json& config);
+
 }  // namespace kiln

@@ -43,7 +43,7 @@ class YoloV10 : public Family {
  public:
   ModelDefinition build(Checkpoint& ckpt) const override {
     const auto& cfg = ckpt.config();
-    const std::string arch_name = architecture_of(cfg);
+    const std::string arch_name = config_architecture(cfg);
     auto arch = make_arch(arch_name);
     KILN_CHECK(arch.has_value(), "[yolov10] unsupported architecture '{}'", arch_name);
     KILN_CHECK(cfg.value("task", std::string("detect")) == "detect", "[yolov10] config.json: task '{}' is not detect",
@@ -72,15 +72,6 @@ class YoloV10 : public Family {
         {"labels", class_names(cfg, static_cast<int>(num_classes))},
     };
     return def;
-  }
-
- private:
-  // "yolov10s.yaml" (the hub mixin's "model") -> "yolov10s".
-  static std::string architecture_of(const nlohmann::json& cfg) {
-    std::string a = cfg.value("architecture", std::string());
-    if (a.empty() && cfg.contains("model") && cfg["model"].is_string()) a = cfg["model"].get<std::string>();
-    if (a.ends_with(".yaml")) a.resize(a.size() - 5);
-    return a;
   }
 };
 
