@@ -13,6 +13,7 @@
 #include "backends/cuda/ranked.cuh"
 #include "backends/cuda/reduce.cuh"
 #include "backends/cuda/topk_rows.cuh"
+#include "backends/cuda/topk_select.cuh"
 
 namespace kiln::cuda {
 
@@ -236,6 +237,7 @@ void launch_topk(const TopkArgs& p, cudaStream_t stream) {
   const int64_t slices = p.view.outer * p.view.inner;
   if (slices <= 0 || p.k <= 0) return;
   if (topk_rows_fits(p) && p.workspace) return launch_topk_rows(p, stream);
+  if (topk_select_fits(p)) return launch_topk_select(p, stream);
   with_group(p.view.dim, [&](auto group) {
     constexpr int G = decltype(group)::value;
     dispatch_float(p.type, "topk", [&](auto tag) {
