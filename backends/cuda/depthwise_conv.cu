@@ -133,6 +133,8 @@ void launch_mode(const DepthwiseArgs& p, dim3 grid, int threads, size_t shared, 
     launch(depthwise_kernel<3, 1, kMode>, grid, threads, shared, s, p, lanes);
   else if (p.kernel == 3)
     launch(depthwise_kernel<3, 2, kMode>, grid, threads, shared, s, p, lanes);
+  else if (p.kernel == 7)  // stride 1 only: large-kernel blocks (RepVGG-style, merged)
+    launch(depthwise_kernel<7, 1, kMode>, grid, threads, shared, s, p, lanes);
   else if (p.stride == 1)
     launch(depthwise_kernel<5, 1, kMode>, grid, threads, shared, s, p, lanes);
   else
@@ -142,8 +144,8 @@ void launch_mode(const DepthwiseArgs& p, dim3 grid, int threads, size_t shared, 
 }  // namespace
 
 bool depthwise_supported(int kernel, int stride, int channels) {
-  return (kernel == 3 || kernel == 5) && (stride == 1 || stride == 2) && channels % 8 == 0 &&
-         channels / 8 <= kMaxGroups;
+  return ((kernel == 3 || kernel == 5) && (stride == 1 || stride == 2) || (kernel == 7 && stride == 1)) &&
+         channels % 8 == 0 && channels / 8 <= kMaxGroups;
 }
 
 void launch_depthwise(const DepthwiseArgs& p, cudaStream_t s) {

@@ -218,14 +218,19 @@ const char* gemm_variant_name(int variant) {
 
 // WMMA has no FP8 fragments on sm_90 and writes only fp16 or fp32; an fp32 or E4M3 output takes
 // neither a gate nor a residual (the planner never asks for them together).
+// An implicit GEMM (a k x k conv) runs on the mma.sync kernels only, in fp16 without a gate.
 bool gemm_variant_supports(const GemmArgs& p, int variant) {
   if (variant < 0 || variant >= kGemmVariants) return false;
   if ((p.out_f32 || p.out_e4m3) && (p.gate || p.residual)) return false;
+  if (p.im2col.active())
+    return variant >= kWmmaVariants && variant < kGemvVariant && !p.fp8 && !p.out_e4m3 && !p.gate &&
+           p.im2col.c % 8 == 0;
   if (variant == kGemvVariant) return gemv_supports(p);
   return variant >= kWmmaVariants || (!p.fp8 && !p.out_e4m3);
 }
 
 int gemm_default_variant(const GemmArgs& p) {
+  if (p.im2col.active()) return kWmmaVariants;
   if (p.m <= 16 && gemv_supports(p)) return kGemvVariant;
   return p.fp8 || p.out_e4m3 ? kWmmaVariants : 0;
 }

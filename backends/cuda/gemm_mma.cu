@@ -5,8 +5,11 @@
 // has no native FP8 mma.sync (NVIDIA: sm_90 runs the Ada m16n8k32 E4M3 instruction by
 // converting to fp16 in software); its FP8 tensor cores are reached only through wgmma. The
 // epilogue can store the output as E4M3 for an FP8 consumer, which is where FP8 saves bytes.
+// The same kernel runs dense k x k convs as implicit GEMMs (kIm2col: A's vectors are read from the
+// NHWC input at each tap, zero in the padding, never materialised).
 // Own kernel rather than cuBLASLt: cuBLASLt's FP8 GEMMs have no SiLU epilogue, no per-(image, k)
 // input gate and no fused input quantisation, so each would cost extra passes over memory.
+#include <climits>
 #include <type_traits>
 
 #include "backends/cuda/gemm_epilogue.cuh"
@@ -33,7 +36,8 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], const
 // A block of WARPS_M x WARPS_N warps computes a BM x BN tile, each warp a WM x WN piece of
 // 16 x 8 mma tiles. Global loads move 8 elements per vector; the next K stage is loaded into
 // registers while the current one is multiplied.
-template <int BM, int BN, int WARPS_M, int WARPS_N, bool kFp8, bool kGate, bool kResidual, bool kOutF32, bool kOutE4M3>
+template <int BM, int BN, int WARPS_M, int WARPS_N, bool kFp8, bool kGate, bool kResidual, bool kOutF32, bool kOutE4M3,
+          bool kIm2col = false>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArgs p) {
   wait_for_predecessor();
   constexpr int kThreads = WARPS_M * WARPS_N * 32;
@@ -59,11 +63,36 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArg
   using BVec = std::conditional_t<kFp8, uint2, uint4>;
   BVec rb[B_VECS];
 
+  // Implicit GEMM: each thread loads the same rows at every K stage; where their output pixels'
+  // windows start, found once. A row past M gets a window start that no tap can reach.
+  const Im2col& cv = p.im2col;
+  int64_t image_at[kIm2col ? A_VECS : 1];
+  int iy0[kIm2col ? A_VECS : 1], ix0[kIm2col ? A_VECS : 1];
+  if constexpr (kIm2col) {
+#pragma unroll
+    for (int i = 0; i < A_VECS; ++i) {
+      const int gm = m0 + (threadIdx.x + i * kThreads) / kVecsPerRow;
+      const int ox = gm % cv.ow, oy = gm / cv.ow % cv.oh, image = gm / (cv.ow * cv.oh);
+      image_at[i] = static_cast<int64_t>(image) * cv.h * cv.w;
+      iy0[i] = gm < M ? oy * cv.stride_h - cv.pad_top : INT_MIN / 2;
+      ix0[i] = ox * cv.stride_w - cv.pad_left;
+    }
+  }
+
   auto load = [&](int k0) {
 #pragma unroll
     for (int i = 0; i < A_VECS; ++i) {
       const int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, gk = k0 + (idx % kVecsPerRow) * 8;
       const int gm = m0 + row;
+      if constexpr (kIm2col) {
+        const int tap = gk / cv.c, ci = gk - tap * cv.c, ky = tap / cv.kw, kx = tap - ky * cv.kw;
+        const int iy = iy0[i] + ky * cv.dilation_h, ix = ix0[i] + kx * cv.dilation_w;
+        const bool in = gk < K && iy >= 0 && iy < cv.h && ix >= 0 && ix < cv.w;
+        ra[i] = in ? __ldg(reinterpret_cast<const uint4*>(
+                         p.a + (image_at[i] + static_cast<int64_t>(iy) * cv.w + ix) * cv.c + ci))
+                   : make_uint4(0, 0, 0, 0);
+        continue;
+      }
       const bool in = gm < M && gk < K;
       ra[i] =
           in ? __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(gm) * K + gk)) : make_uint4(0, 0, 0, 0);
@@ -179,6 +208,20 @@ void launch_precision(const GemmArgs& p, cudaStream_t s) {
   const bool gate = p.gate != nullptr, res = p.residual != nullptr;
 #define KILN_MMA(G, R, F32, E4M3) \
   launch(gemm_mma_kernel<BM, BN, WARPS_M, WARPS_N, kFp8, G, R, F32, E4M3>, grid, threads, 0, s, p)
+  if (p.im2col.active()) {  // fp16 only, no gate (gemm_variant_supports)
+    if constexpr (!kFp8) {
+      if (p.out_f32)
+        launch(gemm_mma_kernel<BM, BN, WARPS_M, WARPS_N, false, false, false, true, false, true>, grid, threads, 0, s,
+               p);
+      else if (res)
+        launch(gemm_mma_kernel<BM, BN, WARPS_M, WARPS_N, false, false, true, false, false, true>, grid, threads, 0, s,
+               p);
+      else
+        launch(gemm_mma_kernel<BM, BN, WARPS_M, WARPS_N, false, false, false, false, false, true>, grid, threads, 0, s,
+               p);
+    }
+    return;
+  }
   if (p.out_f32)
     KILN_MMA(false, false, true, false);
   else if (p.out_e4m3)

@@ -19,6 +19,16 @@ enum class Act : int { None = 0, ReLU, SiLU, Sigmoid, Tanh, Gelu, GeluTanh };
 // and rounded to E4M3 (round to nearest even, saturating), the products are summed in fp32 and
 // the sum is multiplied by col_scale[n] (input scale x weight scale) before the bias.
 // out_e4m3: the output is stored as E4M3 bytes of out * out_inv_scale (for an FP8 consumer).
+// Implicit GEMM (a dense k x k conv, groups 1): A is not stored but read from the NHWC input
+// x[batch, h, w, c]: row m is the output pixel (image, oy, ox), column k the tap and channel
+// ((ky * kw + kx) * c + ci), zero where the tap falls in the padding; w is OHWI, [o, kh * kw * c].
+// c must be a multiple of 8 so that each 8-element vector lies within one tap.
+struct Im2col {
+  int h = 0, w = 0, c = 0, oh = 0, ow = 0, kh = 0, kw = 0;
+  int stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, pad_top = 0, pad_left = 0;
+  bool active() const { return kh > 0; }
+};
+
 struct GemmArgs {
   const __half* a = nullptr;
   const void* w = nullptr;  // __half [n, k], or E4M3 bytes [n, k] when fp8
@@ -36,6 +46,7 @@ struct GemmArgs {
   float a_inv_scale = 1.0f;
   bool out_e4m3 = false;
   float out_inv_scale = 1.0f;
+  Im2col im2col;  // active: a is the conv's input and A its im2col view (mma.sync variants only)
 };
 // Tile variants (block rows x cols); the planner times them and picks one per layer and batch.
 // 0-7 are fp16 WMMA kernels, 8-12 mma.sync kernels for fp16 and FP8 (sm_89 and newer for FP8),
@@ -47,8 +58,8 @@ int gemm_default_variant(const GemmArgs& args);
 size_t gemm_workspace_bytes(const GemmArgs& args, int variant);  // 0 unless the variant splits K
 void launch_gemm(const GemmArgs& args, int variant, cudaStream_t stream);
 
-// Depthwise conv (groups == channels), NHWC, channels a multiple of 8, kernel 3 or 5, stride 1
-// or 2. Optionally adds each output channel's per-image sum into pool (fp32 [batch, c]) for a
+// Depthwise conv (groups == channels), NHWC, channels a multiple of 8, kernel 3 or 5 at stride 1
+// or 2, or 7 at stride 1. Optionally adds each output channel's per-image sum into pool (fp32 [batch, c]) for a
 // following global average pool (squeeze-excite).
 // An FP8 input (x_mode) is either fp16 times x_inv_scale rounded to E4M3 as it is loaded, or
 // E4M3 bytes its producer stored; the kernel sums E4M3 value x weight and multiplies the sum by

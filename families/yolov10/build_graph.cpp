@@ -136,13 +136,14 @@ class Builder {
   }
 
   // PSA: cv1 to two halves a, b; b += Attention(b); b += FFN(b); cv2(cat(a, b)). Attention has
-  // c / 64 heads of 64 values with 32-wide queries and keys; the qkv conv's channels are, head
-  // by head, [q 32 | k 32 | v 64]; the values, back as a map, also go through a 3x3 depthwise
-  // conv ("pe") added to the attention's output.
+  // c / 64 heads (rounded down) of c / heads values (64, or 72 in yolov10m) with queries and keys
+  // half as wide; the qkv conv's channels are, head by head, [q | k | v]; the values, back as a
+  // map, also go through a 3x3 depthwise conv ("pe") added to the attention's output.
   int psa(int x, const std::string& m, const LayerSpec& l) {
     const std::string group = "psa";
-    const int c = l.in_ch / 2, heads = c / 64, head_dim = 64, key_dim = head_dim / 2;
-    KILN_CHECK(heads >= 1 && c % 64 == 0 && l.out_ch == l.in_ch, "[yolov10] {}: PSA of {} channels", m, l.in_ch);
+    const int c = l.in_ch / 2, heads = c / 64;
+    KILN_CHECK(heads >= 1 && c % heads == 0 && l.out_ch == l.in_ch, "[yolov10] {}: PSA of {} channels", m, l.in_ch);
+    const int head_dim = c / heads, key_dim = head_dim / 2;
     const int y = conv(x, m + ".cv1", l.in_ch, 2 * c, 1, 1, 1, Activation::SiLU, group);
     const auto halves = split(y, 3, {c, c}, m + ".chunk", group);
     const int a = halves[0], bv = halves[1];

@@ -2,7 +2,8 @@
 # On a GPU machine, from the repository root, with STAGE made by `ULTRALYTICS=... pack.sh STAGE y`:
 # the GPU tests (yolov10's parity against Ultralytics in fp32 and fp16 among them), the op harness
 # on CUDA, then kiln against Ultralytics' PyTorch model in the same run (yolov10_speed.py). Results
-# go to OUT. TESTS=0 skips the tests; SIZES="n s m" picks the sizes timed.
+# go to OUT. TESTS=0 skips the tests; SIZES="n s m" picks the sizes timed, MODES
+# (eager,graph,compile) the PyTorch peers.
 #   scripts/device/run-y.sh STAGE OUT
 set -uo pipefail
 stage=${1:?usage: run-y.sh STAGE OUT}
@@ -17,8 +18,8 @@ if [ "${TESTS:-1}" = 1 ]; then
   { timeout 200 /tmp/k/bin/kiln_gpu_tests; timeout 200 /tmp/k/bin/yolov10_gpu_tests; } 2>&1 |
     tee "$OUT/gpu_tests.log" | grep -E '^\[  |Failure|Expected|Which|actual|cuda fp' | tail -40
   echo "== op harness on CUDA"
-  timeout 300 /tmp/k/bin/kiln_op_harness --backend cuda 2>&1 | tee "$OUT/op_harness.log" | tail -10
+  timeout 200 /tmp/k/bin/kiln_op_harness --backend cuda 2>&1 | tee "$OUT/op_harness.log" | tail -6
 fi
 echo "== speed"
-timeout 400 python3 scripts/device/yolov10_speed.py /tmp/k/bin/kiln "$stage" "$OUT" ${SIZES:-n s m} 2>&1 |
-  grep -v -i warn | tail -20
+timeout 400 python3 scripts/device/yolov10_speed.py /tmp/k/bin/kiln "$stage" "$stage/data/data" "$OUT" ${SIZES:-n s m} 2>&1 |
+  tee "$OUT/speed.log" | grep -v -i warn | grep -E "^yolov10|^kiln|^Ultra|Error" | tail -40

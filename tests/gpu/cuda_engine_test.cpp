@@ -110,6 +110,38 @@ TEST(CudaEngine, EveryGemmVariantMatchesCpu) {
   }
 }
 
+// Dense k x k convs run as implicit GEMMs on the mma.sync tiles: each tile forced on every layer
+// (stride 1 and 2, 3x3 and 5x5, K not a multiple of a stage, rows not a multiple of a tile).
+TEST(CudaEngine, ImplicitGemmConvsMatchCpuWithEveryTile) {
+  REQUIRE_GPU();
+  GraphMaker g(13);
+  int x = g.input(3);
+  x = g.conv(x, 16, 3, 2, false, Activation::SiLU);  // the stem
+  x = g.conv(x, 24, 3, 1, false, Activation::SiLU);
+  x = g.conv(x, 40, 3, 2, false, Activation::SiLU);
+  x = g.conv(x, 32, 5, 1, false, Activation::None, true);
+  x = g.flatten(g.pool(x));
+  x = g.linear(x, 16, Activation::None);
+  g.finish(x);
+  const Bindings sizes = image_sizes(2, 37, 45);
+  const test::ForcedVariants forced(g.def, sizes);
+  const Tensor input = test::random_input(g.def, 2, 37, 45, 11);
+  const std::vector<float> a = test::logits(*test::engine(g.def, "cpu"), input);
+  auto tuned = test::engine(g.def, "cuda");
+  tuned->prepare(sizes);
+  int implicit = 0;
+  for (const std::string& line : tuned->plan_summary(sizes))
+    implicit += line.find("implicit gemm") != std::string::npos;
+  EXPECT_EQ(implicit, 3) << "the three dense convs after the stem";
+  for (const std::string& variant : test::kGemmVariantNames) {
+    if (variant.rfind("mma_", 0) != 0) continue;  // the only tiles an implicit GEMM runs on
+    auto gpu = forced.forced(variant);
+    const std::vector<float> b = test::logits(*gpu, input);
+    EXPECT_EQ(test::ForcedVariants::first_choice(*gpu, sizes), variant) << "the forced plan was not used";
+    EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant;
+  }
+}
+
 // Two dense layers on pooled vectors as GEMMs of two rows (no squeeze-excite shape to fuse them
 // into an mlp: the second has 16 outputs for 16 channels, but nothing gates a map with it).
 TEST(CudaEngine, SmallLinearChainsMatchCpuWithEveryVariant) {

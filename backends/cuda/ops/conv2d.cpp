@@ -2,8 +2,10 @@
 // neighbours fused in by the rewrites: a 1x1 conv is a tensor-core GEMM (gemm.cu, gemm_mma.cu:
 // tile variants timed per layer and batch; squeeze-excite gate on the input, residual, f32 or
 // E4M3 output, FP8), a depthwise conv its own kernel (depthwise_conv.cu: SE mean on the side,
-// FP8 input), the first conv on the f32 NCHW input the stem kernel (stem_conv.cu). Any other
-// conv runs the direct kernel (conv_direct.cu), which takes every form in f32 and f16.
+// FP8 input), the first conv on the f32 NCHW input the stem kernel (stem_conv.cu), a dense k x k
+// conv the same tensor-core GEMM reading its input through an im2col view (an implicit GEMM:
+// gemm_mma.cu). Any other conv runs the direct kernel (conv_direct.cu), which takes every form in
+// f32 and f16.
 #include <cmath>
 
 #include "backends/cuda/conv_direct.cuh"
@@ -19,7 +21,7 @@ namespace {
 
 using namespace conv2d_input;
 
-enum class ConvPath { Gemm, Depthwise, Stem, Direct };
+enum class ConvPath { Gemm, Depthwise, Stem, ImplicitGemm, Direct };
 
 int compute_capability() {
   static const int cc = [] {
@@ -71,6 +73,10 @@ ConvPath choose(const ConvFacts& f) {
       !f.gate && !f.residual && !p.mean_output && !p.fp8_input() && !f.fp8_weight &&
       p.kh * p.kw * c * o * 4 <= 48 * 1024)
     return ConvPath::Stem;
+  if (p.groups == 1 && !p.nchw_input && f.x == DType::F16 &&
+      (f.out == DType::F16 || (f.out == DType::F32 && !f.residual)) && !f.gate && !f.fp8_weight && !p.fp8_input() &&
+      !p.mean_output && c % 8 == 0 && o % 8 == 0)
+    return ConvPath::ImplicitGemm;
   return ConvPath::Direct;
 }
 
@@ -118,6 +124,9 @@ class Conv2dKernel : public Kernel {
       case ConvPath::Gemm:
         weight_ = c.weights.add_f16(w);  // [o, c]
         break;
+      case ConvPath::ImplicitGemm:
+        weight_ = c.weights.add_f16(w);  // OHWI: [o, kh * kw * c], the im2col column order
+        break;
       case ConvPath::Depthwise: {
         std::vector<float> t(w.size());  // [c, kh, kw, 1] -> [kh * kw, c]
         for (int ch = 0; ch < o; ++ch)
@@ -140,23 +149,21 @@ class Conv2dKernel : public Kernel {
     }
   }
 
-  int variants() const override { return path_ == ConvPath::Gemm ? cuda::kGemmVariants : 1; }
-  std::string variant_name(int v) const override {
-    return path_ == ConvPath::Gemm ? cuda::gemm_variant_name(v) : "default";
-  }
+  int variants() const override { return gemm() ? cuda::kGemmVariants : 1; }
+  std::string variant_name(int v) const override { return gemm() ? cuda::gemm_variant_name(v) : "default"; }
   bool variant_runs(const KernelArgs& a, int v) const override {
-    return path_ != ConvPath::Gemm || cuda::gemm_variant_supports(gemm_args(a), v);
+    return !gemm() || cuda::gemm_variant_supports(gemm_args(a), v);
   }
   int default_variant(const KernelArgs& a) const override {
-    return path_ == ConvPath::Gemm ? cuda::gemm_default_variant(gemm_args(a)) : 0;
+    return gemm() ? cuda::gemm_default_variant(gemm_args(a)) : 0;
   }
   size_t workspace_bytes(const KernelArgs& a, int v) const override {
-    return path_ == ConvPath::Gemm ? cuda::gemm_workspace_bytes(gemm_args(a), v) : 0;
+    return gemm() ? cuda::gemm_workspace_bytes(gemm_args(a), v) : 0;
   }
   bool packs_input(int slot) const override { return slot == Weight || slot == Bias || slot == WeightScale; }
   bool zeroed_output(int slot) const override { return slot == 1; }  // the mean is accumulated
   std::string describe() const override {
-    static const char* paths[] = {"gemm", "depthwise", "stem", "direct"};
+    static const char* paths[] = {"gemm", "depthwise", "stem", "implicit gemm", "direct"};
     std::string d = paths[static_cast<int>(path_)];
     if (f_.gate) d += " +gate";
     if (f_.residual) d += " +residual";
@@ -171,6 +178,7 @@ class Conv2dKernel : public Kernel {
     const cudaStream_t s = stream_of(a);
     switch (path_) {
       case ConvPath::Gemm:
+      case ConvPath::ImplicitGemm:
         cuda::launch_gemm(gemm_args(a), variant, s);
         return;
       case ConvPath::Depthwise: {
@@ -243,6 +251,7 @@ class Conv2dKernel : public Kernel {
   }
 
  private:
+  bool gemm() const { return path_ == ConvPath::Gemm || path_ == ConvPath::ImplicitGemm; }
   const float* bias() const { return has_bias_ ? weights_.get<float>(bias_) : nullptr; }
 
   template <typename A>
@@ -274,6 +283,26 @@ class Conv2dKernel : public Kernel {
     g.k = static_cast<int>(f_.w[3]);
     g.rows_per_image = static_cast<int>(x[1] * x[2]);
     g.act = to_cuda(f_.p.act);
+    if (path_ == ConvPath::ImplicitGemm) {
+      const ConvGeometry geo = conv2d_geometry(f_.p, x, f_.w, *a.node);
+      g.m = geo.n * geo.oh * geo.ow;
+      g.k = static_cast<int>(f_.p.kh * f_.p.kw * f_.w[3]);
+      g.rows_per_image = geo.oh * geo.ow;
+      cuda::Im2col& v = g.im2col;
+      v.h = geo.h;
+      v.w = geo.w;
+      v.c = geo.c;
+      v.oh = geo.oh;
+      v.ow = geo.ow;
+      v.kh = f_.p.kh;
+      v.kw = f_.p.kw;
+      v.stride_h = f_.p.stride_h;
+      v.stride_w = f_.p.stride_w;
+      v.dilation_h = f_.p.dilation_h;
+      v.dilation_w = f_.p.dilation_w;
+      v.pad_top = geo.pad_top;
+      v.pad_left = geo.pad_left;
+    }
     g.workspace = static_cast<float*>(a.workspace);
     g.fp8 = f_.fp8_weight;
     g.col_scale = f_.fp8_weight ? weights_.get<float>(col_scale_) : nullptr;

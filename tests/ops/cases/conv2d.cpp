@@ -1,7 +1,8 @@
 // conv2d in every form the backends implement separately: pointwise (a GEMM), depthwise 3x3 and
-// 5x5 at stride 1 and 2, dense (the stem, with NCHW input), grouped, "same" padding, and the
-// fused inputs and outputs (gate, residual, mean, FP8), each against its decomposition where
-// the fused form has one.
+// 5x5 at stride 1 and 2 and 7x7 at stride 1, dense (the stem, with NCHW input; k x k with channels a multiple of 8,
+// an implicit GEMM on the GPU, also dilated and with a residual or an f32 output), grouped, "same"
+// padding, and the fused inputs and outputs (gate, residual, mean, FP8), each against its
+// decomposition where the fused form has one.
 #include <cmath>
 
 #include "core/fp8.h"
@@ -14,12 +15,14 @@ namespace {
 struct ConvSpec {
   int c, o, k, stride, groups;
   bool same = false;
+  int dilation = 1;
 };
 
 Attrs conv_attrs(const ConvSpec& s, const char* act) {
-  const int64_t p = (s.k - 1) / 2;
+  const int64_t p = (s.k - 1) / 2 * s.dilation;
   Attrs a{
       {"stride", std::vector<int64_t>{s.stride, s.stride}}, {"groups", int64_t{s.groups}}, {"act", std::string(act)}};
+  if (s.dilation != 1) a.set("dilation", std::vector<int64_t>{s.dilation, s.dilation});
   if (s.same)
     a.set("pad_mode", std::string("same"));
   else
@@ -31,13 +34,17 @@ Attrs conv_attrs(const ConvSpec& s, const char* act) {
 
 KILN_OP_CASES(conv2d) {
   std::vector<OpCase> cases;
-  const std::vector<ConvSpec> specs = {{16, 24, 1, 1, 1},  {48, 48, 3, 1, 48}, {48, 48, 3, 2, 48, true},
-                                       {32, 32, 5, 1, 32}, {40, 40, 5, 2, 40}, {3, 16, 3, 2, 1},
-                                       {12, 18, 3, 1, 3},  {8, 8, 1, 1, 1}};
+  const std::vector<ConvSpec> specs = {{16, 24, 1, 1, 1},          {48, 48, 3, 1, 48},      {48, 48, 3, 2, 48, true},
+                                       {32, 32, 5, 1, 32},         {40, 40, 5, 2, 40},      {3, 16, 3, 2, 1},
+                                       {12, 18, 3, 1, 3},          {8, 8, 1, 1, 1},         {16, 24, 3, 1, 1},
+                                       {16, 40, 3, 2, 1},          {24, 16, 5, 1, 1, true}, {8, 16, 7, 2, 1},
+                                       {16, 8, 3, 1, 1, false, 2}, {64, 64, 1, 2, 1},       {32, 32, 7, 1, 32}};
   for (DType t : {DType::F32, DType::F16})
     for (const ConvSpec& s : specs)
       for (const Shape& x_shape : {Shape{1, 7, 9, s.c}, Shape{3, 16, 13, s.c}}) {
-        OpCase c("conv2d", t, x_shape, fmt::format("k{}s{}g{}{}", s.k, s.stride, s.groups, s.same ? "same" : ""));
+        OpCase c("conv2d", t, x_shape,
+                 fmt::format("k{}s{}g{}{}{}", s.k, s.stride, s.groups, s.same ? "same" : "",
+                             s.dilation != 1 ? fmt::format("d{}", s.dilation) : ""));
         const int x = c.input("x", t, x_shape);
         const int w =
             c.constant("w", DType::F32, {s.o, s.k, s.k, s.c / s.groups}, 1.0 / std::sqrt(s.k * s.k * s.c / s.groups));
@@ -69,6 +76,35 @@ KILN_OP_CASES(conv2d) {
     }(t);
     cases.push_back(std::move(c));
   }
+  // A dense 3x3 conv with a residual, and one with an f32 output (an implicit GEMM's epilogues).
+  for (DType t : {DType::F32, DType::F16})
+    for (const bool residual : {true, false}) {
+      const Shape xs{2, 9, 11, 16};
+      OpCase c("conv2d", t, xs, residual ? "k3+residual" : "k3->f32");
+      const int x = c.input("x", t, xs);
+      const int w = c.constant("w", DType::F32, {16, 3, 3, 16}, 0.1);
+      const int b = c.constant("b", DType::F32, {16}, 0.5);
+      Attrs a = conv_attrs({16, 16, 3, 1, 1}, "silu");
+      if (!residual) {
+        a.set("out_dtype", std::string("f32"));
+        c.output(c.graph.add("conv2d", "conv", {x, w, b}, a));
+        cases.push_back(std::move(c));
+        continue;
+      }
+      const int r = c.input("r", t, xs);
+      c.output(c.graph.add("conv2d", "conv", {x, w, b, -1, -1, r}, a));
+      c.decomposition = [xs, t] {
+        Graph g;
+        const int x = g.add_input("x", t, fixed_shape(xs));
+        const int r = g.add_input("r", t, fixed_shape(xs));
+        const int w = g.add_constant("w", DType::F32, {16, 3, 3, 16});
+        const int b = g.add_constant("b", DType::F32, {16});
+        const int y = g.add("conv2d", "conv", {x, w, b}, conv_attrs({16, 16, 3, 1, 1}, "silu"));
+        g.add_output("y0", g.add("add", "residual", {y, r}));
+        return g;
+      };
+      cases.push_back(std::move(c));
+    }
   // Squeeze-excite gate on the input, residual on the output, and the output's mean: the forms
   // the rewrites fuse, each against the separate ops.
   for (DType t : {DType::F32, DType::F16})
