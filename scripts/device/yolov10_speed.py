@@ -7,7 +7,7 @@ Network time, per size: the deterministic-weight checkpoint of yolov10_reference
 layout, `kiln build --precision fp16 --batch 1,32` (kernels timed on this GPU), `kiln bench` at
 640x640; Ultralytics' model with the same weights, fused (conv+BN, RepVGGDW) as its predictor runs
 it, fp16, channels_last, in export mode (only the one-to-one head and v10postprocess: the fastest
-form PyTorch offers), timed with bench/peers/torch_peers.py's runner: eager, a CUDA graph, and
+form PyTorch offers), cudnn.benchmark on, timed with bench/peers/torch_peers.py's runner: eager, a CUDA graph, and
 torch.compile (reduce-overhead). The input is on the GPU already.
 Pre- and post-processing, yolov10n only: `kiln eval --device cuda` on DATA/coco-val2017-128 (its
 per-stage times) against Ultralytics' predictor on the same images (its speed dict), fp16.
@@ -45,6 +45,7 @@ def kiln_network(kiln, arch, ckpt):
 
 
 def torch_network(model, arch, modes):
+    torch.backends.cudnn.benchmark = True  # fixed shapes here; off for the predictor's varying ones
     net = model.fuse().half().cuda().eval().to(memory_format=torch.channels_last)
     net.model[-1].export = True  # one-to-one head + v10postprocess only
     net.model[-1].format = "engine"
@@ -70,6 +71,7 @@ def torch_network(model, arch, modes):
             r.update({"mode": mode, "batch": batch, "setup_s": round(setup_s, 1)})
             rows.append(r)
             print(f"{arch} batch {batch}: torch {mode} {r['median_ms']:.3f} ms", flush=True)
+    torch.backends.cudnn.benchmark = False
     return rows
 
 
@@ -106,7 +108,6 @@ def main():
     os.environ.setdefault("YOLO_CONFIG_DIR", "/tmp/yolo-config")
     from ultralytics import YOLOv10
 
-    torch.backends.cudnn.benchmark = True
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "models": {}}
     for size in sizes:
         arch = f"yolov10{size}"

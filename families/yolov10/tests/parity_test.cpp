@@ -82,7 +82,8 @@ TEST_P(RawParity, MatchesUltralyticsBeforeTheThreshold) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(DeterministicWeights, RawParity, ::testing::Values("yolov10n", "yolov10s"));
+INSTANTIATE_TEST_SUITE_P(DeterministicWeights, RawParity,
+                         ::testing::Values("yolov10n", "yolov10s", "yolov10m", "yolov10b", "yolov10l", "yolov10x"));
 
 }  // namespace
 }  // namespace kiln

@@ -69,7 +69,8 @@ TEST_P(CudaParity, Fp32AndFp16MatchUltralytics) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(DeterministicWeights, CudaParity, ::testing::Values("yolov10n", "yolov10s"));
+INSTANTIATE_TEST_SUITE_P(DeterministicWeights, CudaParity,
+                         ::testing::Values("yolov10n", "yolov10s", "yolov10m", "yolov10b", "yolov10l", "yolov10x"));
 
 }  // namespace
 }  // namespace kiln
