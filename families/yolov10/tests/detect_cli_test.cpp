@@ -45,6 +45,32 @@ std::string image(const std::string& name, int w, int h, bool gray = false) {
   return path;
 }
 
+// Colour types write_jpeg does not make, as files: a 3x2 RGBA PNG (half its pixels transparent)
+// and a 2x2 CMYK JPEG with Adobe's marker, both made with libpng / libjpeg.
+std::string file(const std::string& name, const std::string& bytes) {
+  const std::string path = work() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+const std::string kRgbaPng(
+    "\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x44\x52\x00\x00\x00\x03\x00\x00\x00\x02"
+    "\x08\x06\x00\x00\x00\x9d\x74\x66\x1a\x00\x00\x00\x1d\x49\x44\x41\x54\x78\x9c\x63\x60\x60\x38\xc1"
+    "\x10\xc0\x70\xe2\xff\x02\x20\x66\x60\xa8\x00\x72\x2a\x80\x1c\x20\x06\x00\x80\x94\x0b\xf5\x45\x03"
+    "\x7d\x8e\x00\x00\x00\x00\x49\x45\x4e\x44\xae\x42\x60\x82",
+    86);
+const std::string kCmykJpeg(
+    "\xff\xd8\xff\xee\x00\x0e\x41\x64\x6f\x62\x65\x00\x64\x00\x00\x00\x00\x00\xff\xdb\x00\x43\x00\x03"
+    "\x02\x02\x03\x02\x02\x03\x03\x03\x03\x04\x03\x03\x04\x05\x08\x05\x05\x04\x04\x05\x0a\x07\x07\x06"
+    "\x08\x0c\x0a\x0c\x0c\x0b\x0a\x0b\x0b\x0d\x0e\x12\x10\x0d\x0e\x11\x0e\x0b\x0b\x10\x16\x10\x11\x13"
+    "\x14\x15\x15\x15\x0c\x0f\x17\x18\x16\x14\x18\x12\x14\x15\x14\xff\xc0\x00\x14\x08\x00\x02\x00\x02"
+    "\x04\x43\x11\x00\x4d\x11\x00\x59\x11\x00\x4b\x11\x00\xff\xc4\x00\x15\x00\x01\x01\x00\x00\x00\x00"
+    "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x09\x08\xff\xc4\x00\x21\x10\x00\x00\x04\x05\x05\x00\x00"
+    "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x03\x05\x07\x01\x08\x38\x76\xb4\x02\x04\x35\x73\xb2\xff"
+    "\xda\x00\x0e\x04\x43\x00\x4d\x00\x59\x00\x4b\x00\x00\x3f\x00\xbf\xa5\x3a\x96\x19\xbb\x31\x1b\x04"
+    "\x90\x76\x4c\x5d\x41\xb9\xd7\x42\xa6\x59\xa0\xec\x98\xba\x83\x73\xae\x85\x4c\xb3\x41\x68\xab\xca"
+    "\x6f\x3b\xb5\xfa\x88\xff\xd9",
+    223);
+
 // One JSON line per image; every box inside its image.
 std::vector<nlohmann::json> detect(const std::string& args, const std::vector<std::pair<int, int>>& sizes) {
   std::string out;
@@ -87,9 +113,10 @@ TEST(YoloCli, DetectsAndPrintsJson) {
 TEST(YoloCli, OddImagesGiveValidDetections) {
   fs::create_directories(work());
   const std::string tiny = image("tiny.jpg", 1, 1), sliver = image("sliver.jpg", 10000, 50),
-                    tall = image("tall.jpg", 7, 3000), gray = image("gray.jpg", 300, 200, true);
-  const auto lines = detect(tiny + " " + sliver + " " + tall + " " + gray + " --conf 0 --max-det 10",
-                            {{1, 1}, {10000, 50}, {7, 3000}, {300, 200}});
+                    tall = image("tall.jpg", 7, 3000), gray = image("gray.jpg", 300, 200, true),
+                    rgba = file("rgba.png", kRgbaPng);  // alpha dropped, as cv2.imread does
+  const auto lines = detect(tiny + " " + sliver + " " + tall + " " + gray + " " + rgba + " --conf 0 --max-det 10",
+                            {{1, 1}, {10000, 50}, {7, 3000}, {300, 200}, {3, 2}});
   for (const auto& l : lines) EXPECT_EQ(l.at("detections").size(), 10u) << l.dump();
 }
 
@@ -109,6 +136,7 @@ TEST(YoloCli, BadInputFailsCleanly) {
   std::ofstream(work() + "/text.png") << "hello";
   expect_error("detect " + bundle() + " " + work() + "/text.png", "not a JPEG, PNG or WebP");
   expect_error("detect " + bundle() + " " + work() + "/missing.jpg", "cannot open");
+  expect_error("detect " + bundle() + " " + file("cmyk.jpg", kCmykJpeg), "CMYK JPEGs are not supported");
   // A small --imgsz leaves fewer grid cells than the head's 300 detections.
   expect_error("detect " + bundle() + " " + image("small.jpg", 64, 64) + " --imgsz 64", "fewer than the head's 300");
   // A classifier's command on a detector, and the reverse.
