@@ -48,7 +48,10 @@ inline float apply_activation(float v, Activation act) {
   return v;
 }
 
-// y[i] = act(y[i] + bias[i % channels]) over rows of `channels` elements (bias may be null).
+// y[i] = act(y[i] + bias[i % channels]) over rows of `channels` elements (bias may be null),
+// rows over the threads.
 void bias_activation(float* y, int64_t rows, int channels, const float* bias, Activation act);
+// The same for one row, on the calling thread (for kernels that finish a row while it is in cache).
+void bias_activation_row(float* row, int channels, const float* bias, Activation act);
 
 }  // namespace kiln::cpu
