@@ -559,19 +559,25 @@ std::vector<double> Engine::benchmark(const Bindings& b, int warmup, int samples
 }
 
 std::map<std::string, double> Engine::profile(const Bindings& b, int iterations) {
+  const std::vector<double> per_node = profile_nodes(b, iterations);
+  const auto& nodes = impl_->exec.nodes();
+  std::map<std::string, double> ms;
+  for (size_t i = 0; i < nodes.size(); ++i) ms[nodes[i].group.empty() ? nodes[i].op : nodes[i].group] += per_node[i];
+  return ms;
+}
+
+std::vector<double> Engine::profile_nodes(const Bindings& b, int iterations) {
   Impl& m = *impl_;
   Plan& plan = m.plan_for(b, {});
   m.fill_inputs(plan);
   m.execute(plan);
-  std::map<std::string, double> ms;
   const auto& nodes = m.exec.nodes();
+  std::vector<double> ms(nodes.size(), 0.0);
   for (int it = 0; it < iterations; ++it) {
     for (size_t bi = 0; bi < m.backends.size(); ++bi)
       if (plan.zero_bytes[bi]) m.backends[bi]->zero(plan.zero_region[bi], plan.zero_bytes[bi]);
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const double t = m.backends[m.node_backend[i]]->time_ms([&] { m.run_node(plan, static_cast<int>(i)); });
-      ms[nodes[i].group.empty() ? nodes[i].op : nodes[i].group] += t / iterations;
-    }
+    for (size_t i = 0; i < nodes.size(); ++i)
+      ms[i] += m.backends[m.node_backend[i]]->time_ms([&] { m.run_node(plan, static_cast<int>(i)); }) / iterations;
   }
   return ms;
 }

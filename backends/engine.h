@@ -84,7 +84,9 @@ class Engine {
   // ms per call, one sample per `calls_per_sample` calls; inputs made up (fill_benchmark_input)
   // and already where the engine keeps them.
   std::vector<double> benchmark(const Bindings& bindings, int warmup, int samples, int calls_per_sample);
-  // Kernel time per node group ("depthwise", "attention") in ms per call, nodes run one by one.
+  // Kernel time per executed node (run order, as plan_summary lists them) in ms per call, nodes
+  // run one by one; profile sums them per node group ("depthwise", "attention").
+  std::vector<double> profile_nodes(const Bindings& bindings, int iterations);
   std::map<std::string, double> profile(const Bindings& bindings, int iterations);
   // One line per executed node: op, name, device, chosen variant.
   std::vector<std::string> plan_summary(const Bindings& bindings) const;

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <numeric>
 
 #include "bundle/bundle.h"
 #include "cli/commands.h"
@@ -62,7 +63,7 @@ Command add_bench(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--device", args->device, "cpu, cuda, or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_flag("--json", args->json, "One JSON object per batch size");
-  cmd->add_flag("--profile", args->profile, "Also report kernel time per layer group");
+  cmd->add_flag("--profile", args->profile, "Also report kernel time per layer group, and the slowest kernels");
   cmd->add_flag("--plan", args->plan, "Also list the kernels, where each runs and the variant chosen");
   return [args] {
     const std::vector<int> batches = parse_batch_list(args->batch, "bench");
@@ -90,8 +91,18 @@ Command add_bench(CLI::App& app) {
       engine.prepare(sizes);
       auto ms = engine.benchmark(sizes, args->warmup, args->iters, calls);
       const double median = percentile(ms, 0.5);
+      // Per node, then per group; the plan's lines name the nodes in the same order.
+      std::vector<double> node_ms;
       std::map<std::string, double> groups;
-      if (args->profile) groups = engine.profile(sizes, 20);
+      std::vector<std::string> plan;
+      if (args->profile) {
+        node_ms = engine.profile_nodes(sizes, 20);
+        for (size_t i = 0; i < node_ms.size(); ++i) {
+          const Node& n = engine.executed().nodes()[i];
+          groups[n.group.empty() ? n.op : n.group] += node_ms[i];
+        }
+      }
+      if (args->profile || args->plan) plan = engine.plan_summary(sizes);
       if (args->json) {
         nlohmann::json j = {{"device", engine.device()},
                             {"precision", bundle->precision()},
@@ -105,8 +116,13 @@ Command add_bench(CLI::App& app) {
                             {"items_per_s", batch * 1000.0 / median},
                             {"activation_bytes", engine.activation_bytes()},
                             {"bundle_bytes", bundle->file_size()}};
-        if (args->profile) j["profile_ms"] = groups;
-        if (args->plan) j["plan"] = engine.plan_summary(sizes);
+        if (args->profile) {
+          j["profile_ms"] = groups;
+          nlohmann::json nodes = nlohmann::json::array();
+          for (size_t i = 0; i < node_ms.size(); ++i) nodes.push_back({{"node", plan[i]}, {"ms", node_ms[i]}});
+          j["profile_nodes"] = nodes;
+        }
+        if (args->plan) j["plan"] = plan;
         fmt::print("{}\n", j.dump());
         continue;
       }
@@ -119,9 +135,16 @@ Command add_bench(CLI::App& app) {
         for (const auto& [grp, t] : groups)
           fmt::print("         {:<20} {:8.3f} ms {:5.1f}%\n", grp, t, 100 * t / total);
         fmt::print("         {:<20} {:8.3f} ms (kernels launched one by one)\n", "total", total);
+        std::vector<size_t> order(node_ms.size());
+        std::iota(order.begin(), order.end(), size_t{0});
+        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return node_ms[a] > node_ms[b]; });
+        fmt::print("         slowest kernels:\n");
+        for (size_t r = 0; r < std::min<size_t>(order.size(), 15); ++r)
+          fmt::print("         {:8.3f} ms {:5.1f}%  {}\n", node_ms[order[r]], 100 * node_ms[order[r]] / total,
+                     plan[order[r]]);
       }
       if (args->plan)
-        for (const auto& line : engine.plan_summary(sizes)) fmt::print("         {}\n", line);
+        for (const auto& line : plan) fmt::print("         {}\n", line);
     }
     fmt::print(stderr, "bundle {:.1f} MiB\n", bundle->file_size() / 1048576.0);
     return 0;
