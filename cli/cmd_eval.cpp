@@ -78,12 +78,15 @@ int eval_text(const std::string& bundle, const TextEvalArgs& a, const std::strin
 }
 
 // A detector bundle on a YOLO-format folder: COCO mAP of its detections.
-int eval_detection(const std::string& bundle, const classification::EvalOptions& o, int imgsz, bool json) {
+int eval_detection(const std::string& bundle, const classification::EvalOptions& o, int imgsz, int batch, bool square,
+                   bool json) {
   detection::DetectionEvalOptions d;
   d.data = o.data;
   d.limit = o.limit;
   d.device = o.device;
   d.imgsz = imgsz;
+  d.batch = batch;
+  d.square = square;
   const auto r = detection::evaluate_detection(bundle, d);
   if (json) {
     fmt::print("{}\n", r.to_json().dump());
@@ -127,11 +130,14 @@ Command add_eval(CLI::App& app) {
                   "cpu (this bundle on the CPU), another .bundle (run on the CPU), or logits saved by --save-logits");
   cmd->add_option("--save-logits", o->save_logits, "Write this run's logits and labels to a .safetensors file");
   cmd->add_option("--device", o->device, "cpu, cuda, or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  cmd->add_option("--batch", o->batch, "Images per engine call")->check(CLI::Range(1, 4096));
+  auto* batch_opt =
+      cmd->add_option("--batch", o->batch, "Images per engine call (detection: default 1)")->check(CLI::Range(1, 4096));
   auto imgsz = std::make_shared<int>(0);
   cmd->add_option("--imgsz", *imgsz, "Detection: letterbox size (default: the bundle's)")->check(CLI::Range(32, 8192));
+  auto square = std::make_shared<bool>(false);
+  cmd->add_flag("--square", *square, "Detection: pad every image to imgsz x imgsz, so that a --batch is one call");
   cmd->add_flag("--json", *json, "Print one JSON object as the last line of stdout");
-  return [o, json, bundle, text, imgsz] {
+  return [o, json, bundle, text, imgsz, square, batch_opt] {
     if (!text->source.empty() || !text->target.empty()) {
       if (text->source.empty() || text->target.empty() || !o->data.empty())
         throw std::runtime_error("[eval] text evaluation takes --source and --target (and no --data)");
@@ -140,7 +146,8 @@ Command add_eval(CLI::App& app) {
     }
     if (o->data.empty()) throw std::runtime_error("[eval] give --data (images) or --source and --target (text)");
     if (Bundle::open(*bundle)->manifest().at("task").value("type", "") == "object_detection")
-      return eval_detection(*bundle, *o, *imgsz, *json);
+      return eval_detection(*bundle, *o, *imgsz, batch_opt->count() ? o->batch : 1, *square, *json);
+    if (*imgsz || *square) throw std::runtime_error("[eval] --imgsz and --square are for detector bundles");
     auto r = classification::evaluate(*bundle, *o);
     if (*json) {
       fmt::print("{}\n", r.to_json().dump());

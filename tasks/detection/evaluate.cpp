@@ -82,23 +82,31 @@ DetectionEvalReport evaluate_detection(const std::string& bundle_path, const Det
   d.conf = o.conf;
   d.max_det = o.max_det;
   d.imgsz = o.imgsz;
+  d.square = o.square;
+  KILN_CHECK(o.batch >= 1, "[eval] --batch must be at least 1");
   std::vector<std::vector<Box>> truth, found;
   ProgressBar bar("eval", paths.size());
   const auto start = std::chrono::steady_clock::now();
   double decode_seconds = 0;
-  for (const std::string& p : paths) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const Image image = load_image(p, /*exif_orientation=*/true);  // as cv2.imread reads it
-    decode_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const fs::path label = fs::path(o.data) / "labels" / (fs::path(p).stem().string() + ".txt");
-    truth.push_back(
-        read_yolo_labels(label.string(), image.width, image.height, static_cast<int>(model.labels().size())));
-    std::vector<Box> boxes;
-    const auto found_here = model.detect({&image}, d);  // kept: the loop reads into it
-    for (const Detection& det : found_here.at(0))
-      boxes.push_back({det.x1, det.y1, det.x2, det.y2, det.class_id, det.score});
-    found.push_back(std::move(boxes));
-    if (o.progress) bar.advance();
+  for (size_t first = 0; first < paths.size(); first += static_cast<size_t>(o.batch)) {
+    const size_t last = std::min(paths.size(), first + static_cast<size_t>(o.batch));
+    std::vector<Image> images;
+    for (size_t i = first; i < last; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      images.push_back(load_image(paths[i], /*exif_orientation=*/true));  // as cv2.imread reads it
+      decode_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const fs::path label = fs::path(o.data) / "labels" / (fs::path(paths[i]).stem().string() + ".txt");
+      truth.push_back(read_yolo_labels(label.string(), images.back().width, images.back().height,
+                                       static_cast<int>(model.labels().size())));
+    }
+    std::vector<const Image*> batch;
+    for (const Image& im : images) batch.push_back(&im);
+    for (const auto& per_image : model.detect(batch, d)) {
+      std::vector<Box> boxes;
+      for (const Detection& det : per_image) boxes.push_back({det.x1, det.y1, det.x2, det.y2, det.class_id, det.score});
+      found.push_back(std::move(boxes));
+      if (o.progress) bar.advance();
+    }
   }
   bar.finish();
   DetectionEvalReport r;

@@ -29,6 +29,10 @@ struct DetectionEvalOptions {
   float conf = 0.001f;  // Ultralytics' val default
   int max_det = 300;
   int imgsz = 0;
+  // Images per call: a call batches the images that letterbox to one shape (all of them with
+  // `square`, which pads every image to imgsz x imgsz as a batching deployment would).
+  int batch = 1;
+  bool square = false;
   bool progress = true;
 };
 

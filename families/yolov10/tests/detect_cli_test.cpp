@@ -120,6 +120,29 @@ TEST(YoloCli, OddImagesGiveValidDetections) {
   for (const auto& l : lines) EXPECT_EQ(l.at("detections").size(), 10u) << l.dump();
 }
 
+// `kiln eval` on a YOLO folder: batches of images (grouped by letterboxed shape) give what one
+// image at a time gives; --square batches them all at one shape.
+TEST(YoloCli, EvalBatchesAgreeWithOneImageAtATime) {
+  auto eval = [](const std::string& args) {
+    std::string out;
+    EXPECT_EQ(test::run_command(kiln_bin() + " eval " + bundle() + " --data " +
+                                    test::data_path("data/coco-val2017-128") + " --limit 6 --device cpu --json " + args,
+                                &out),
+              0)
+        << out;
+    return nlohmann::json::parse(out.substr(out.rfind('{', out.find_last_of('}'))), nullptr, false);
+  };
+  const nlohmann::json one = eval(""), three = eval("--batch 3"), square = eval("--batch 3 --square");
+  ASSERT_FALSE(one.is_discarded() || three.is_discarded() || square.is_discarded());
+  EXPECT_EQ(one.at("images"), 6);
+  EXPECT_EQ(three.at("images"), 6);
+  EXPECT_EQ(three.at("detections"), one.at("detections"));
+  EXPECT_NEAR(three.at("map50_95").get<double>(), one.at("map50_95").get<double>(), 1e-9);
+  EXPECT_NEAR(three.at("map50").get<double>(), one.at("map50").get<double>(), 1e-9);
+  EXPECT_EQ(square.at("images"), 6);
+  EXPECT_GT(square.at("detections").get<int>(), 0);
+}
+
 TEST(YoloCli, BadInputFailsCleanly) {
   fs::create_directories(work());
   auto expect_error = [](const std::string& args, const std::string& needle) {
