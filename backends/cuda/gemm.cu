@@ -199,6 +199,8 @@ constexpr int kWmmaVariants = 8;
 constexpr int kSplits[kWmmaVariants] = {1, 1, 1, 1, 1, 1, 4, 8};
 constexpr int kGemvVariant = kWmmaVariants + kMmaTiles;
 static_assert(kGemvVariant + 1 == kGemmVariants);
+// Output rows per block, by variant: the grid's y dimension counts row tiles (65535 at most).
+constexpr int kTileRows[kGemmVariants] = {64, 128, 64, 32, 128, 64, 32, 32, 128, 64, 64, 32, 128, 1};
 
 }  // namespace
 
@@ -221,6 +223,7 @@ const char* gemm_variant_name(int variant) {
 // An implicit GEMM (a k x k conv) runs on the mma.sync kernels only, in fp16 without a gate.
 bool gemm_variant_supports(const GemmArgs& p, int variant) {
   if (variant < 0 || variant >= kGemmVariants) return false;
+  if ((static_cast<int64_t>(p.m) + kTileRows[variant] - 1) / kTileRows[variant] > 65535) return false;
   if ((p.out_f32 || p.out_e4m3) && (p.gate || p.residual)) return false;
   if (p.im2col.active())
     return variant >= kWmmaVariants && variant < kGemvVariant && !p.fp8 && !p.out_e4m3 && !p.gate &&
