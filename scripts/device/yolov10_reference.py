@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Reference outputs of YOLOv10 (THU-MIG/yolov10's Ultralytics source) for kiln's yolov10 tests.
 
-usage: yolov10_reference.py ULTRALYTICS_PARENT DATA OUT [--sizes n,s] [--train-epochs N] [--train-minutes M]
+usage: yolov10_reference.py ULTRALYTICS_PARENT DATA OUT [--sizes n,s] [--runs 320:4,640:2] [--merge-into FILE]
+                            [--train-epochs N] [--train-minutes M]
 
 ULTRALYTICS_PARENT is a folder holding the repository's `ultralytics/` package; DATA holds
 `coco-val2017-128/` and `coco-train2017-128/`. Writes to OUT:
-  random_reference.json   the --sizes (yolov10n and yolov10s) with deterministic weights (the formula below,
+  random_reference.json   the --sizes (yolov10n and yolov10s) with deterministic weights; with
+                          --merge-into, FILE with these sizes added (the test data was made as
+                          `--sizes n,s`, then `--sizes m,b,l,x --runs 320:2 --merge-into` it) (the formula below,
                           which tests/yolov10_weights.h repeats in C++): for some val images at
                           imgsz 320 and 640, the letterboxed image's SHA-256 and the predictor's
                           300 detections (conf 0, i.e. before any threshold), in original pixels.
@@ -132,6 +135,8 @@ def main():
     ap.add_argument("--train-epochs", type=int, default=0)
     ap.add_argument("--train-minutes", type=float, default=4.0)
     ap.add_argument("--sizes", default="n,s", help="sizes with deterministic weights; empty: none")
+    ap.add_argument("--runs", default="320:4,640:2", help="imgsz:images (the first val images) per run")
+    ap.add_argument("--merge-into", help="an earlier random_reference.json to add these sizes to")
     args = ap.parse_args()
     if args.train_epochs > 0:
         # Ultralytics' select_device("cpu") sets CUDA_VISIBLE_DEVICES=-1; initialise CUDA first so that
@@ -166,11 +171,18 @@ def main():
         manifest = randomize(Hub(m.model))
         m.model.eval()
         entry = {"manifest": manifest, "names": {str(k): v for k, v in m.model.names.items()}, "runs": []}
-        for imgsz, picks in ((320, images[:4]), (640, images[:2])):
+        for imgsz, count in (map(int, r.split(":")) for r in args.runs.split(",")):
+            picks = images[:count]
             t0 = time.time()
             entry["runs"].append({"imgsz": imgsz, "images": predict(m, picks, imgsz, 0.0, "cpu")})
             print(f"yolov10{size} imgsz {imgsz}: {len(picks)} images in {time.time() - t0:.1f} s", flush=True)
         ref["models"][f"yolov10{size}"] = entry
+    if args.merge_into:
+        with open(args.merge_into) as f:
+            earlier = json.load(f)
+        assert earlier["formula"] == ref["formula"]
+        earlier["models"].update(ref["models"])
+        ref = earlier
     if ref["models"]:
         with open(os.path.join(args.out, "random_reference.json"), "w") as f:
             json.dump(ref, f)

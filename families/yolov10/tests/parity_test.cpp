@@ -1,6 +1,7 @@
 // kiln's yolov10 on the CPU (fp32) against Ultralytics' predictor (THU-MIG/yolov10, fp32, CPU),
-// from tests/data/random_reference.json (scripts/device/yolov10_reference.py): yolov10n and
-// yolov10s with deterministic weights, val2017 images letterboxed at 320 and 640. Checked: the
+// from tests/data/random_reference.json (scripts/device/yolov10_reference.py): all six sizes with
+// deterministic weights, val2017 images letterboxed at 320 (and at 640 for yolov10n and
+// yolov10s). Checked: the
 // letterboxed pixels (SHA-256 of Ultralytics' own), and all 300 raw detections (conf 0, before
 // any threshold) in original-image pixels: same classes, scores within 1e-4, boxes within 0.01 px
 // (tied scores may come in another order: match.h).
