@@ -559,10 +559,14 @@ std::vector<double> Engine::benchmark(const Bindings& b, int warmup, int samples
 }
 
 std::map<std::string, double> Engine::profile(const Bindings& b, int iterations) {
-  const std::vector<double> per_node = profile_nodes(b, iterations);
+  return group_times(profile_nodes(b, iterations));
+}
+
+std::map<std::string, double> Engine::group_times(const std::vector<double>& node_ms) const {
   const auto& nodes = impl_->exec.nodes();
   std::map<std::string, double> ms;
-  for (size_t i = 0; i < nodes.size(); ++i) ms[nodes[i].group.empty() ? nodes[i].op : nodes[i].group] += per_node[i];
+  for (size_t i = 0; i < nodes.size() && i < node_ms.size(); ++i)
+    ms[nodes[i].group.empty() ? nodes[i].op : nodes[i].group] += node_ms[i];
   return ms;
 }
 

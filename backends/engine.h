@@ -85,8 +85,10 @@ class Engine {
   // and already where the engine keeps them.
   std::vector<double> benchmark(const Bindings& bindings, int warmup, int samples, int calls_per_sample);
   // Kernel time per executed node (run order, as plan_summary lists them) in ms per call, nodes
-  // run one by one; profile sums them per node group ("depthwise", "attention").
+  // run one by one; group_times sums such times per node group ("depthwise", "attention"), and
+  // profile is the two together.
   std::vector<double> profile_nodes(const Bindings& bindings, int iterations);
+  std::map<std::string, double> group_times(const std::vector<double>& node_ms) const;
   std::map<std::string, double> profile(const Bindings& bindings, int iterations);
   // One line per executed node: op, name, device, chosen variant.
   std::vector<std::string> plan_summary(const Bindings& bindings) const;

@@ -97,10 +97,7 @@ Command add_bench(CLI::App& app) {
       std::vector<std::string> plan;
       if (args->profile) {
         node_ms = engine.profile_nodes(sizes, 20);
-        for (size_t i = 0; i < node_ms.size(); ++i) {
-          const Node& n = engine.executed().nodes()[i];
-          groups[n.group.empty() ? n.op : n.group] += node_ms[i];
-        }
+        groups = engine.group_times(node_ms);
       }
       if (args->profile || args->plan) plan = engine.plan_summary(sizes);
       if (args->json) {
