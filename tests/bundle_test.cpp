@@ -1,6 +1,8 @@
 // Bundle round trip and the reader's defences: every malformed file is one clear error.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -52,10 +54,17 @@ ModelDefinition tiny_model() {
 }
 
 std::vector<uint8_t> tiny_bundle_bytes() {
-  std::string path = test::binary_dir() + "/tiny.bundle";
+  // A file per process: CTest runs these tests as processes of their own, side by side, and one
+  // process's rename of its temporary file would otherwise race another's.
+  const std::string path = test::binary_dir() + "/tiny-" + std::to_string(getpid()) + ".bundle";
   write_bundle(path, tiny_model(), BuildInfo{});
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::vector<uint8_t> bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::filesystem::remove(path);
+  return bytes;
 }
 
 std::string error_of(const std::vector<uint8_t>& bytes) {
