@@ -34,6 +34,7 @@ Status Classifier::load(const std::string& path, std::unique_ptr<Classifier>* ou
 }
 
 const ModelInfo& Classifier::info() const { return impl_->info; }
+const std::vector<std::string>& Classifier::labels() const { return impl_->model->labels(); }
 
 namespace {
 

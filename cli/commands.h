@@ -36,5 +36,6 @@ Command add_validate(CLI::App& app);
 Command add_translate(CLI::App& app);
 Command add_summarize(CLI::App& app);
 Command add_tokenize(CLI::App& app);
+Command add_serve(CLI::App& app);
 
 }  // namespace kiln::cli

@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   for (auto add :
        {kiln::cli::add_build, kiln::cli::add_classify, kiln::cli::add_detect, kiln::cli::add_inspect,
         kiln::cli::add_eval, kiln::cli::add_bench, kiln::cli::add_run, kiln::cli::add_study, kiln::cli::add_validate,
-        kiln::cli::add_translate, kiln::cli::add_summarize, kiln::cli::add_tokenize}) {
+        kiln::cli::add_translate, kiln::cli::add_summarize, kiln::cli::add_tokenize, kiln::cli::add_serve}) {
     size_t before = app.get_subcommands({}).size();
     auto run = add(app);
     commands[app.get_subcommands({})[before]] = run;

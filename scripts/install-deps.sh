@@ -6,7 +6,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev                    # manifest JSON, CLI, formatting
   libtomlplusplus-dev                                           # family.toml and checkpoint manifests
   libjpeg62-turbo-dev libpng-dev libwebp-dev                    # image decoders
-  libcurl4-openssl-dev libssl-dev libcpp-httplib-dev            # Hub downloads, sha256, test server
+  libcurl4-openssl-dev libssl-dev libcpp-httplib-dev curl       # Hub downloads, sha256, kiln serve and its tests
   libopenblas-dev libarchive-dev                                # CPU GEMMs, WebDataset shards
   libsentencepiece-dev libpcre2-dev                             # SentencePiece and byte-level BPE tokenizers
   libgtest-dev libbenchmark-dev                                 # tests and benchmarks

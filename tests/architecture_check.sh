@@ -7,7 +7,7 @@
 set -uo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root" || exit 2
-shared=(include core checkpoints graph bundle backends tasks datasets quantize validate api cli examples fuzz CMakeLists.txt)
+shared=(include core checkpoints graph bundle backends tasks datasets quantize validate api serve cli examples fuzz CMakeLists.txt)
 existing=()
 for d in "${shared[@]}" tests; do [ -e "$d" ] && existing+=("$d"); done
 status=0

@@ -128,6 +128,7 @@ class Classifier {
   ~Classifier();
 
   const ModelInfo& info() const;
+  const std::vector<std::string>& labels() const;  // one per class
   // Decodes (JPEG, PNG, WebP), preprocesses as the bundle says and classifies.
   Status classify_files(const std::vector<std::string>& paths, int top_k, std::vector<Classification>* out);
   Status classify_images(const std::vector<ImageView>& images, int top_k, std::vector<Classification>* out);

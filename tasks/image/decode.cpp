@@ -20,11 +20,10 @@ namespace kiln {
 
 namespace {
 
-constexpr uint64_t kMaxPixels = 1ull << 28;  // 16384 x 16384
-
-void check_size(uint64_t w, uint64_t h, const std::string& name) {
-  KILN_CHECK(w > 0 && h > 0 && checked_mul(w, h, "image size") <= kMaxPixels, "[image] {}: size {}x{} is out of range",
-             name, w, h);
+// Checked from the header, before the pixels are allocated.
+void check_size(uint64_t w, uint64_t h, const std::string& name, uint64_t max_pixels) {
+  KILN_CHECK(w > 0 && h > 0 && checked_mul(w, h, "image size") <= max_pixels,
+             "[image] {}: size {}x{} is out of range (at most {} pixels)", name, w, h, max_pixels);
 }
 
 struct JpegError {
@@ -40,7 +39,7 @@ void jpeg_error_exit(j_common_ptr cinfo) {
 }
 
 // Pillow decodes with libjpeg's defaults: islow IDCT and fancy upsampling.
-Image decode_jpeg(std::span<const uint8_t> bytes, const std::string& name) {
+Image decode_jpeg(std::span<const uint8_t> bytes, const std::string& name, uint64_t max_pixels) {
   jpeg_decompress_struct cinfo{};
   JpegError err{};
   cinfo.err = jpeg_std_error(&err.mgr);
@@ -65,7 +64,7 @@ Image decode_jpeg(std::span<const uint8_t> bytes, const std::string& name) {
   cinfo.dct_method = JDCT_ISLOW;
   cinfo.do_fancy_upsampling = TRUE;
   jpeg_start_decompress(&cinfo);
-  check_size(cinfo.output_width, cinfo.output_height, name);
+  check_size(cinfo.output_width, cinfo.output_height, name, max_pixels);
   img.width = static_cast<int>(cinfo.output_width);
   img.height = static_cast<int>(cinfo.output_height);
   img.rgb.resize(static_cast<size_t>(img.width) * img.height * 3);
@@ -87,7 +86,7 @@ struct PngReader {
 // Pillow's PNG path, mirrored with libpng's low-level API: palette and low-bit gray expanded,
 // 16-bit samples reduced to their high byte (png_set_strip_16), gray replicated, alpha and
 // transparency dropped without compositing, and no gamma correction.
-Image decode_png(std::span<const uint8_t> bytes, const std::string& name) {
+Image decode_png(std::span<const uint8_t> bytes, const std::string& name, uint64_t max_pixels) {
   PngReader reader{bytes, 0, {}};
   png_structp png = png_create_read_struct(
       PNG_LIBPNG_VER_STRING, &reader,
@@ -111,7 +110,7 @@ Image decode_png(std::span<const uint8_t> bytes, const std::string& name) {
   });
   png_read_info(png, info);
   png_uint_32 w = png_get_image_width(png, info), h = png_get_image_height(png, info);
-  check_size(w, h, name);
+  check_size(w, h, name, max_pixels);
   int color = png_get_color_type(png, info);
   png_set_strip_16(png);
   png_set_packing(png);
@@ -135,10 +134,10 @@ Image decode_png(std::span<const uint8_t> bytes, const std::string& name) {
   return img;
 }
 
-Image decode_webp(std::span<const uint8_t> bytes, const std::string& name) {
+Image decode_webp(std::span<const uint8_t> bytes, const std::string& name, uint64_t max_pixels) {
   int w = 0, h = 0;
   KILN_CHECK(WebPGetInfo(bytes.data(), bytes.size(), &w, &h), "[image] {}: not a valid WebP file", name);
-  check_size(w, h, name);
+  check_size(w, h, name, max_pixels);
   Image img;
   img.width = w;
   img.height = h;
@@ -150,14 +149,14 @@ Image decode_webp(std::span<const uint8_t> bytes, const std::string& name) {
 
 }  // namespace
 
-Image decode_image(std::span<const uint8_t> b, const std::string& name, bool exif_orientation) {
+Image decode_image(std::span<const uint8_t> b, const std::string& name, bool exif_orientation, uint64_t max_pixels) {
   if (b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) {
-    Image image = decode_jpeg(b, name);
+    Image image = decode_jpeg(b, name, max_pixels);
     return exif_orientation ? apply_orientation(image, jpeg_exif_orientation(b)) : image;
   }
-  if (b.size() >= 8 && std::memcmp(b.data(), "\x89PNG\r\n\x1a\n", 8) == 0) return decode_png(b, name);
+  if (b.size() >= 8 && std::memcmp(b.data(), "\x89PNG\r\n\x1a\n", 8) == 0) return decode_png(b, name, max_pixels);
   if (b.size() >= 12 && std::memcmp(b.data(), "RIFF", 4) == 0 && std::memcmp(b.data() + 8, "WEBP", 4) == 0)
-    return decode_webp(b, name);
+    return decode_webp(b, name, max_pixels);
   fail("[image] {}: not a JPEG, PNG or WebP image", name);
 }
 

@@ -1,0 +1,24 @@
+// The Open Inference Protocol's JSON body for infer requests and responses, with Triton's binary
+// tensor data extension: a body whose first Inference-Header-Content-Length bytes are the JSON,
+// followed by the raw tensors the JSON gives a "binary_data_size" to, in order. Bodies come from
+// the network: every size and count is checked before use (fuzz/serve_request_fuzz.cpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "serve/infer.h"
+
+namespace kiln::serve {
+
+// header_length: the Inference-Header-Content-Length header (nullopt: the whole body is JSON).
+// Throws ServeError(BadRequest) naming what is wrong.
+InferRequest parse_infer_request(std::string_view body, std::optional<size_t> header_length);
+
+// The response body; *header_length is set when some output went out as binary data (then the
+// caller sends Inference-Header-Content-Length), else nullopt.
+std::string encode_infer_response(const InferResponse& response, const InferRequest& request,
+                                  std::optional<size_t>* header_length);
+
+}  // namespace kiln::serve

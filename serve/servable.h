@@ -1,0 +1,89 @@
+// A loaded bundle behind the Open Inference Protocol: what it takes and returns, which requests
+// may share a batch, and how a batch runs. One implementation per task (tensor_servable.cpp for
+// any bundle, classifier_, detector_ and text_servable.cpp); load_servable picks by the bundle's
+// task. An instance is used by one thread at a time (the batcher gives each instance its own).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "serve/infer.h"
+#include "tasks/image/image.h"
+
+namespace kiln::serve {
+
+// An input or output in model metadata; -1 marks a size each request chooses.
+struct TensorMetadata {
+  std::string name, datatype;
+  std::vector<int64_t> shape;
+};
+
+// What admitting a request found: how many batch items it holds, and a key: requests with the
+// same key may run as one batch (same non-batch sizes, same task parameters). A request that is
+// not batchable (a graph without a batch dimension) always runs alone.
+struct Admission {
+  int64_t batch = 1;
+  std::string key;
+  bool batchable = true;
+};
+
+// One request's share of a batch: its outputs, or why it failed (a bad image fails its request,
+// not the batch).
+struct RunResult {
+  std::vector<InferTensor> outputs;
+  std::string error;
+};
+
+class Servable {
+ public:
+  virtual ~Servable() = default;
+  virtual std::string platform() const = 0;  // "kiln_image_classification", ...
+  virtual std::vector<TensorMetadata> inputs() const = 0;
+  virtual std::vector<TensorMetadata> outputs() const = 0;
+  // Class names for the classification extension (empty: indices only).
+  virtual const std::vector<std::string>& labels() const;
+  // The model's description (bundle manifest fields, device).
+  virtual const ModelInfo& info() const = 0;
+  // Checks a request against the model; throws ServeError(BadRequest) naming what is wrong.
+  virtual Admission admit(const InferRequest& request) const = 0;
+  // Runs admitted requests that share a key as one batch; one result per request, in order.
+  virtual std::vector<RunResult> run(const std::vector<const InferRequest*>& batch) = 0;
+};
+
+struct ServableOptions {
+  std::string device = "auto";             // "cpu", "cuda" or "auto"
+  uint64_t max_image_pixels = 40'000'000;  // encoded images larger than this are refused unread
+};
+
+// Loads a bundle as its task's servable. Throws kiln::Error.
+std::unique_ptr<Servable> load_servable(const std::string& bundle_path, const ServableOptions& options);
+
+// The requested outputs of a run, in the request's order (every output when it names none), with
+// the classification extension applied: an FP32 output of [batch, classes] (or [classes]) asked
+// for with classification k becomes BYTES [batch, k] of "value:index[:label]", best first.
+std::vector<InferTensor> select_outputs(std::vector<InferTensor> outputs, const InferRequest& request,
+                                        const std::vector<std::string>& labels);
+
+// The per-task servables, for load_servable.
+std::unique_ptr<Servable> make_tensor_servable(const std::string& bundle_path, const ServableOptions& options);
+std::unique_ptr<Servable> make_classifier_servable(const std::string& bundle_path, const ServableOptions& options);
+std::unique_ptr<Servable> make_detector_servable(const std::string& bundle_path, const ServableOptions& options);
+std::unique_ptr<Servable> make_text_servable(const std::string& bundle_path, const ServableOptions& options);
+
+// Helpers shared by the servables.
+std::string datatype_of(DType dtype);  // FP32, FP16, BF16, INT32, INT64, BOOL
+// An input that must be a BYTES vector of [batch] (or [batch, 1]) elements; returns the batch.
+int64_t bytes_batch(const InferRequest& request, const std::string& name);
+// A request parameter as a number/bool, or `fallback` when absent; BadRequest when of another type.
+double number_parameter(const InferRequest& request, const std::string& name, double fallback);
+bool bool_parameter(const InferRequest& request, const std::string& name, bool fallback);
+// A tensor from floats / int32s / strings.
+InferTensor fp32_tensor(std::string name, std::vector<int64_t> shape, const float* values);
+InferTensor int32_tensor(std::string name, std::vector<int64_t> shape, const std::vector<int32_t>& values);
+InferTensor bytes_tensor(std::string name, std::vector<int64_t> shape, std::vector<std::string> values);
+// Decodes the encoded images of a BYTES input; throws kiln::Error naming the one that fails.
+std::vector<Image> decode_images(const InferTensor& images, uint64_t max_pixels);
+
+}  // namespace kiln::serve
