@@ -174,16 +174,8 @@ void launch_tile(const GemmArgs& p, cudaStream_t s) {
   }
 }
 
-// K split over `splits` blocks of a 32 x 64 tile: for small M and long K (batch 1), where one
-// block per tile would walk all of K alone.
-template <int BM, int BN>
-void launch_split(GemmArgs p, int splits, cudaStream_t s) {
-  p.splits = splits;
-  dim3 grid((p.n + BN - 1) / BN, (p.m + BM - 1) / BM, splits);
-  if (p.gate)
-    launch(gemm_kernel<BM, BN, 2, 2, true, false, false, true>, grid, 128, 0, s, p);
-  else
-    launch(gemm_kernel<BM, BN, 2, 2, false, false, false, true>, grid, 128, 0, s, p);
+// The partial sums of p.splits slices added up, then bias, activation, residual and the store.
+void launch_reduce(const GemmArgs& p, cudaStream_t s) {
   const int64_t threads = static_cast<int64_t>(p.m) * (p.n / 8);
   const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
   const bool res = p.residual != nullptr;
@@ -195,17 +187,33 @@ void launch_split(GemmArgs p, int splits, cudaStream_t s) {
     launch(split_k_reduce<false, false>, blocks, 256, 0, s, p);
 }
 
+// K split over `splits` blocks of a 32 x 64 tile: for small M and long K (batch 1), where one
+// block per tile would walk all of K alone.
+template <int BM, int BN>
+void launch_split(GemmArgs p, int splits, cudaStream_t s) {
+  p.splits = splits;
+  dim3 grid((p.n + BN - 1) / BN, (p.m + BM - 1) / BM, splits);
+  if (p.gate)
+    launch(gemm_kernel<BM, BN, 2, 2, true, false, false, true>, grid, 128, 0, s, p);
+  else
+    launch(gemm_kernel<BM, BN, 2, 2, false, false, false, true>, grid, 128, 0, s, p);
+  launch_reduce(p, s);
+}
+
 constexpr int kWmmaVariants = 8;
-constexpr int kSplits[kWmmaVariants] = {1, 1, 1, 1, 1, 1, 4, 8};
 constexpr int kGemvVariant = kWmmaVariants + kMmaTiles;
-static_assert(kGemvVariant + 1 == kGemmVariants);
+constexpr int kMmaSplitVariant = kGemvVariant + 1;  // then the mma.sync split-K variants
+static_assert(kMmaSplitVariant + 2 == kGemmVariants);
+// K slices per variant (1: no split), and the mma tile each split-K mma variant runs.
+constexpr int kSplits[kGemmVariants] = {1, 1, 1, 1, 1, 1, 4, 8, 1, 1, 1, 1, 1, 1, 4, 8};
+constexpr int kMmaSplitTile[2] = {1, 3};
 // Output rows per block, by variant: the grid's y dimension counts row tiles (65535 at most).
-constexpr int kTileRows[kGemmVariants] = {64, 128, 64, 32, 128, 64, 32, 32, 128, 64, 64, 32, 128, 1};
+constexpr int kTileRows[kGemmVariants] = {64, 128, 64, 32, 128, 64, 32, 32, 128, 64, 64, 32, 128, 1, 64, 32};
 
 }  // namespace
 
 size_t gemm_workspace_bytes(const GemmArgs& p, int variant) {
-  const int splits = variant < kWmmaVariants ? kSplits[variant] : 1;
+  const int splits = variant >= 0 && variant < kGemmVariants ? kSplits[variant] : 1;
   return splits > 1 ? static_cast<size_t>(splits) * p.m * p.n * sizeof(float) : 0;
 }
 
@@ -215,6 +223,8 @@ const char* gemm_variant_name(int variant) {
   if (variant >= 0 && variant < kWmmaVariants) return names[variant];
   if (variant >= kWmmaVariants && variant < kGemvVariant) return kMmaTileNames[variant - kWmmaVariants];
   if (variant == kGemvVariant) return "gemv";
+  if (variant == kMmaSplitVariant) return "mma_64x64_k4";
+  if (variant == kMmaSplitVariant + 1) return "mma_32x64_k8";
   return "?";
 }
 
@@ -225,8 +235,9 @@ bool gemm_variant_supports(const GemmArgs& p, int variant) {
   if (variant < 0 || variant >= kGemmVariants) return false;
   if ((static_cast<int64_t>(p.m) + kTileRows[variant] - 1) / kTileRows[variant] > 65535) return false;
   if ((p.out_f32 || p.out_e4m3) && (p.gate || p.residual)) return false;
+  if (variant >= kMmaSplitVariant && (p.fp8 || p.out_e4m3)) return false;
   if (p.im2col.active())
-    return variant >= kWmmaVariants && variant < kGemvVariant && !p.fp8 && !p.out_e4m3 && !p.gate &&
+    return variant >= kWmmaVariants && variant != kGemvVariant && !p.fp8 && !p.out_e4m3 && !p.gate &&
            p.im2col.c % 8 == 0;
   if (variant == kGemvVariant) return gemv_supports(p);
   return variant >= kWmmaVariants || (!p.fp8 && !p.out_e4m3);
@@ -240,6 +251,12 @@ int gemm_default_variant(const GemmArgs& p) {
 
 void launch_gemm(const GemmArgs& p, int variant, cudaStream_t s) {
   if (variant == kGemvVariant) return launch_gemv(p, s);
+  if (variant >= kMmaSplitVariant) {
+    GemmArgs q = p;
+    q.splits = kSplits[variant];
+    launch_gemm_mma_partials(q, kMmaSplitTile[variant - kMmaSplitVariant], s);
+    return launch_reduce(q, s);
+  }
   if (variant >= kWmmaVariants) return launch_gemm_mma(p, variant - kWmmaVariants, s);
   switch (variant) {
     case 1:

@@ -36,8 +36,10 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], const
 // A block of WARPS_M x WARPS_N warps computes a BM x BN tile, each warp a WM x WN piece of
 // 16 x 8 mma tiles. Global loads move 8 elements per vector; the next K stage is loaded into
 // registers while the current one is multiplied.
+// With kSplit, blockIdx.z takes one KE-aligned slice of K and the block writes raw fp32 partial
+// sums to the workspace; gemm.cu's split_k_reduce adds them up and runs the epilogue.
 template <int BM, int BN, int WARPS_M, int WARPS_N, bool kFp8, bool kGate, bool kResidual, bool kOutF32, bool kOutE4M3,
-          bool kIm2col = false>
+          bool kIm2col = false, bool kSplit = false>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArgs p) {
   wait_for_predecessor();
   constexpr int kThreads = WARPS_M * WARPS_N * 32;
@@ -55,6 +57,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArg
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wm = warp / WARPS_N, wn = warp % WARPS_N;
   const int g = lane / 4, t = lane % 4;
   const int M = p.m, N = p.n, K = p.k;
+  const int chunk = kSplit ? ((K + p.splits - 1) / p.splits + KE - 1) / KE * KE : K;
+  const int k_begin = kSplit ? blockIdx.z * chunk : 0, k_end = min(K, k_begin + chunk);
   const auto* w8 = static_cast<const uint8_t*>(p.w);
   const auto* w16 = static_cast<const __half*>(p.w);
 
@@ -87,13 +91,13 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArg
       if constexpr (kIm2col) {
         const int tap = gk / cv.c, ci = gk - tap * cv.c, ky = tap / cv.kw, kx = tap - ky * cv.kw;
         const int iy = iy0[i] + ky * cv.dilation_h, ix = ix0[i] + kx * cv.dilation_w;
-        const bool in = gk < K && iy >= 0 && iy < cv.h && ix >= 0 && ix < cv.w;
+        const bool in = gk < k_end && iy >= 0 && iy < cv.h && ix >= 0 && ix < cv.w;
         ra[i] = in ? __ldg(reinterpret_cast<const uint4*>(
                          p.a + (image_at[i] + static_cast<int64_t>(iy) * cv.w + ix) * cv.c + ci))
                    : make_uint4(0, 0, 0, 0);
         continue;
       }
-      const bool in = gm < M && gk < K;
+      const bool in = gm < M && gk < k_end;
       ra[i] =
           in ? __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(gm) * K + gk)) : make_uint4(0, 0, 0, 0);
       if constexpr (kGate)  // zero past M and K too: 0 x an uninitialised register can be 0 x NaN
@@ -105,7 +109,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArg
     for (int i = 0; i < B_VECS; ++i) {
       const int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, gk = k0 + (idx % kVecsPerRow) * 8;
       const int gn = n0 + row;
-      const bool in = gn < N && gk < K;
+      const bool in = gn < N && gk < k_end;
       if constexpr (kFp8)
         rb[i] = in ? __ldg(reinterpret_cast<const uint2*>(w8 + static_cast<int64_t>(gn) * K + gk)) : make_uint2(0, 0);
       else
@@ -138,11 +142,11 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArg
     }
   };
 
-  load(0);
-  for (int k0 = 0; k0 < K; k0 += KE) {
+  load(k_begin);
+  for (int k0 = k_begin; k0 < k_end; k0 += KE) {
     store();
     __syncthreads();
-    if (k0 + KE < K) load(k0 + KE);
+    if (k0 + KE < k_end) load(k0 + KE);
 #pragma unroll
     for (int kw = 0; kw < KE / 2; kw += 8) {  // two mma K steps of 16 halves per stage
       uint32_t a[FM][4], b[FN][2];
@@ -196,8 +200,14 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArg
     if (gm >= M || gn >= N) continue;
     const float4* cs = reinterpret_cast<const float4*>(Cs + row * LDC + col);
     const float4 lo = cs[0], hi = cs[1];
-    float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    store_outputs<kResidual, kOutF32, kOutE4M3>(p, gm, gn, v);
+    if constexpr (kSplit) {
+      float4* w = reinterpret_cast<float4*>(p.workspace + (static_cast<int64_t>(blockIdx.z) * M + gm) * N + gn);
+      w[0] = lo;
+      w[1] = hi;
+    } else {
+      float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      store_outputs<kResidual, kOutF32, kOutE4M3>(p, gm, gn, v);
+    }
   }
 }
 
@@ -245,7 +255,29 @@ void launch_tile(const GemmArgs& p, cudaStream_t s) {
     launch_precision<BM, BN, WARPS_M, WARPS_N, false>(p, s);
 }
 
+template <int BM, int BN, int WARPS_M, int WARPS_N>
+void launch_partial_tile(const GemmArgs& p, cudaStream_t s) {
+  const dim3 grid((p.n + BN - 1) / BN, (p.m + BM - 1) / BM, p.splits);
+  constexpr int threads = WARPS_M * WARPS_N * 32;
+  if (p.im2col.active())
+    launch(gemm_mma_kernel<BM, BN, WARPS_M, WARPS_N, false, false, false, false, false, true, true>, grid, threads, 0,
+           s, p);
+  else if (p.gate)
+    launch(gemm_mma_kernel<BM, BN, WARPS_M, WARPS_N, false, true, false, false, false, false, true>, grid, threads, 0,
+           s, p);
+  else
+    launch(gemm_mma_kernel<BM, BN, WARPS_M, WARPS_N, false, false, false, false, false, false, true>, grid, threads, 0,
+           s, p);
+}
+
 }  // namespace
+
+void launch_gemm_mma_partials(const GemmArgs& p, int tile, cudaStream_t s) {
+  if (tile == 3)
+    launch_partial_tile<32, 64, 2, 2>(p, s);
+  else
+    launch_partial_tile<64, 64, 2, 2>(p, s);
+}
 
 void launch_gemm_mma(const GemmArgs& p, int tile, cudaStream_t s) {
   switch (tile) {

@@ -27,8 +27,9 @@ namespace kiln::test {
 // Every GEMM tile variant's name, for tests that force each one through a saved plan; the last,
 // the few-rows kernel, takes at most 64 rows and no squeeze-excite gate.
 inline const std::vector<std::string> kGemmVariantNames = {
-    "wmma_64x64",    "wmma_128x64", "wmma_64x32", "wmma_32x64", "wmma_128x64_w8", "wmma_64x128_w8", "wmma_32x64_k4",
-    "wmma_32x64_k8", "mma_128x64",  "mma_64x64",  "mma_64x128", "mma_32x64",      "mma_128x32",     "gemv"};
+    "wmma_64x64",    "wmma_128x64",   "wmma_64x32",   "wmma_32x64",  "wmma_128x64_w8", "wmma_64x128_w8",
+    "wmma_32x64_k4", "wmma_32x64_k8", "mma_128x64",   "mma_64x64",   "mma_64x128",     "mma_32x64",
+    "mma_128x32",    "gemv",          "mma_64x64_k4", "mma_32x64_k8"};
 
 // Builds image graphs ("pixels" [batch, C, height, width] NCHW -> NHWC layers -> "logits") with
 // random weights.
