@@ -117,15 +117,15 @@ void Batcher::run(Servable& instance, std::vector<Entry>& batch) {
     live.push_back(&e);
   }
   if (live.empty()) return;
-  std::vector<const InferRequest*> requests;
+  std::vector<Work> work;
   int64_t items = 0;
   for (Entry* e : live) {
-    requests.push_back(e->request.get());
+    work.push_back({e->request.get(), &e->admission});
     items += e->admission.batch;
   }
-  std::vector<RunResult> results;
+  std::vector<std::vector<InferTensor>> results;
   try {
-    results = instance.run(requests);
+    results = instance.run(work);
   } catch (...) {
     auto error = std::current_exception();
     for (Entry* e : live) {
@@ -138,8 +138,7 @@ void Batcher::run(Servable& instance, std::vector<Entry>& batch) {
   for (size_t i = 0; i < live.size(); ++i) {
     Entry& e = *live[i];
     try {
-      if (!results[i].error.empty()) bad_request(results[i].error);
-      e.promise.set_value(select_outputs(std::move(results[i].outputs), *e.request, instance.labels()));
+      e.promise.set_value(select_outputs(std::move(results[i]), *e.request, instance.labels()));
       metrics_->request(model_, version_, Metrics::Outcome::Success);
     } catch (...) {
       metrics_->request(model_, version_, Metrics::Outcome::Failure);

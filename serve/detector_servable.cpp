@@ -30,35 +30,27 @@ class DetectorServable : public Servable {
             {"counts", "INT32", {-1}}};
   }
 
+  // Decodes the images here, in the client's thread.
   Admission admit(const InferRequest& r) const override {
     if (r.inputs.size() != 1) bad_request("give one input: 'image' (encoded images)");
     int64_t batch = bytes_batch(r, "image");
     DetectionOptions o = options(r);
-    return {batch, fmt::format("{}/{}/{}", o.conf, o.max_det, o.square), true};
+    auto images = std::make_shared<const std::vector<Image>>(decode_images(*r.input("image"), max_pixels_));
+    return {batch, fmt::format("{}/{}/{}", o.conf, o.max_det, o.square), true, images};
   }
 
-  std::vector<RunResult> run(const std::vector<const InferRequest*>& batch) override {
-    std::vector<RunResult> results(batch.size());
-    std::vector<Image> images;
-    std::vector<size_t> ran;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      try {
-        for (auto& im : decode_images(*batch[i]->input("image"), max_pixels_)) images.push_back(std::move(im));
-        ran.push_back(i);
-      } catch (const std::exception& e) {
-        results[i].error = e.what();
-      }
-    }
+  std::vector<std::vector<InferTensor>> run(const std::vector<Work>& batch) override {
     std::vector<ImageView> views;
-    for (const auto& im : images) views.push_back({im.width, im.height, im.rgb.data()});
+    for (const Work& w : batch)
+      for (const Image& im : *std::any_cast<std::shared_ptr<const std::vector<Image>>>(w.admission->prepared))
+        views.push_back({im.width, im.height, im.rgb.data()});
     std::vector<std::vector<DetectedObject>> found;
-    if (!views.empty()) {
-      Status s = model_->detect_images(views, options(*batch[ran[0]]), &found);
-      if (!s.ok()) throw ServeError(ErrorKind::Internal, s.message());
-    }
+    Status s = model_->detect_images(views, options(*batch[0].request), &found);
+    if (!s.ok()) throw ServeError(ErrorKind::Internal, s.message());
+    std::vector<std::vector<InferTensor>> results;
     size_t next = 0;
-    for (size_t i : ran) {
-      int64_t b = batch[i]->inputs[0].shape[0], n = 0;
+    for (const Work& w : batch) {
+      int64_t b = w.admission->batch, n = 0;
       for (int64_t k = 0; k < b; ++k) n = std::max<int64_t>(n, found[next + k].size());
       std::vector<float> boxes(b * n * 4, 0.f), scores(b * n, 0.f);
       std::vector<int32_t> classes(b * n, -1), counts;
@@ -76,12 +68,9 @@ class DetectorServable : public Servable {
         }
       }
       next += b;
-      auto& out = results[i].outputs;
-      out.push_back(fp32_tensor("boxes", {b, n, 4}, boxes.data()));
-      out.push_back(fp32_tensor("scores", {b, n}, scores.data()));
-      out.push_back(int32_tensor("classes", {b, n}, classes));
-      out.push_back(bytes_tensor("labels", {b, n}, std::move(labels)));
-      out.push_back(int32_tensor("counts", {b}, counts));
+      results.push_back({fp32_tensor("boxes", {b, n, 4}, boxes.data()), fp32_tensor("scores", {b, n}, scores.data()),
+                         int32_tensor("classes", {b, n}, classes), bytes_tensor("labels", {b, n}, std::move(labels)),
+                         int32_tensor("counts", {b}, counts)});
     }
     return results;
   }

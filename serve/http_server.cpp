@@ -1,6 +1,7 @@
 #include "serve/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <fmt/format.h>
 #include <chrono>
@@ -91,6 +92,16 @@ HttpServer::HttpServer(Repository* repository, Metrics* metrics, HttpOptions opt
   int threads = options_.threads;
   s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.set_payload_max_length(options_.max_body_bytes);
+  // cpp-httplib closes a kept-alive connection after 5 requests by default: clients that reuse
+  // connections (load balancers, wrk) then race the close and see read errors.
+  s.set_keep_alive_max_count(100000);
+  // It also listens with a backlog of 5: a burst of clients overflows the accept queue and the
+  // kernel resets their connections after they sent a request. Remember the listening socket
+  // so that start() can listen again with a deep backlog (Linux takes a second listen()).
+  s.set_socket_options([this](int sock) {
+    httplib::default_socket_options(sock);
+    listen_socket_ = sock;
+  });
   s.set_pre_routing_handler([this](const Request& req, Response& res) {
     request_start = Clock::now();
     bool open = req.path.rfind("/v2/health/", 0) == 0 || req.path == "/metrics";
@@ -214,6 +225,8 @@ void HttpServer::start() {
                options_.port);
     port_ = options_.port;
   }
+  KILN_CHECK(listen_socket_ >= 0 && ::listen(listen_socket_, SOMAXCONN) == 0, "[serve] cannot listen on {}:{}",
+             options_.host, port_);
   thread_ = std::thread([&s] { s.listen_after_bind(); });
 }
 

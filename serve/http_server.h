@@ -51,6 +51,7 @@ class HttpServer {
   Metrics* metrics_;
   HttpOptions options_;
   int port_ = 0;
+  int listen_socket_ = -1;
   std::atomic<bool> draining_{false};
   std::thread thread_;
 };

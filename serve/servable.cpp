@@ -7,6 +7,7 @@
 #include <span>
 
 #include "bundle/bundle.h"
+#include "core/error.h"
 
 namespace kiln::serve {
 
@@ -130,8 +131,12 @@ std::vector<Image> decode_images(const InferTensor& images, uint64_t max_pixels)
   std::vector<Image> out;
   for (size_t k = 0; k < images.strings.size(); ++k) {
     const std::string& s = images.strings[k];
-    out.push_back(decode_image(std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()),
-                               "image " + std::to_string(k), false, max_pixels));
+    try {
+      out.push_back(decode_image(std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()),
+                                 "image " + std::to_string(k), false, max_pixels));
+    } catch (const Error& e) {
+      bad_request(e.what());
+    }
   }
   return out;
 }

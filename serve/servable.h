@@ -4,6 +4,7 @@
 // task. An instance is used by one thread at a time (the batcher gives each instance its own).
 #pragma once
 
+#include <any>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,18 +23,20 @@ struct TensorMetadata {
 
 // What admitting a request found: how many batch items it holds, and a key: requests with the
 // same key may run as one batch (same non-batch sizes, same task parameters). A request that is
-// not batchable (a graph without a batch dimension) always runs alone.
+// not batchable (a graph without a batch dimension) always runs alone. `prepared` holds work done
+// while admitting, in the client's thread, so that it runs in parallel across requests rather
+// than in the batch's one thread (images decoded and preprocessed).
 struct Admission {
   int64_t batch = 1;
   std::string key;
   bool batchable = true;
+  std::any prepared;
 };
 
-// One request's share of a batch: its outputs, or why it failed (a bad image fails its request,
-// not the batch).
-struct RunResult {
-  std::vector<InferTensor> outputs;
-  std::string error;
+// One request of a batch, with what admitting it found.
+struct Work {
+  const InferRequest* request;
+  const Admission* admission;
 };
 
 class Servable {
@@ -46,10 +49,11 @@ class Servable {
   virtual const std::vector<std::string>& labels() const;
   // The model's description (bundle manifest fields, device).
   virtual const ModelInfo& info() const = 0;
-  // Checks a request against the model; throws ServeError(BadRequest) naming what is wrong.
+  // Checks a request against the model and prepares it; throws ServeError(BadRequest) naming
+  // what is wrong. Called from many threads at once.
   virtual Admission admit(const InferRequest& request) const = 0;
-  // Runs admitted requests that share a key as one batch; one result per request, in order.
-  virtual std::vector<RunResult> run(const std::vector<const InferRequest*>& batch) = 0;
+  // Runs admitted requests that share a key as one batch; each request's outputs, in order.
+  virtual std::vector<std::vector<InferTensor>> run(const std::vector<Work>& batch) = 0;
 };
 
 struct ServableOptions {
@@ -83,7 +87,7 @@ bool bool_parameter(const InferRequest& request, const std::string& name, bool f
 InferTensor fp32_tensor(std::string name, std::vector<int64_t> shape, const float* values);
 InferTensor int32_tensor(std::string name, std::vector<int64_t> shape, const std::vector<int32_t>& values);
 InferTensor bytes_tensor(std::string name, std::vector<int64_t> shape, std::vector<std::string> values);
-// Decodes the encoded images of a BYTES input; throws kiln::Error naming the one that fails.
+// Decodes the encoded images of a BYTES input; throws ServeError(BadRequest) naming the one that fails.
 std::vector<Image> decode_images(const InferTensor& images, uint64_t max_pixels);
 
 }  // namespace kiln::serve

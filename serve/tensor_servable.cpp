@@ -57,21 +57,21 @@ class TensorServable : public Servable {
     return a;
   }
 
-  std::vector<RunResult> run(const std::vector<const InferRequest*>& batch) override {
+  std::vector<std::vector<InferTensor>> run(const std::vector<Work>& batch) override {
     std::vector<HostTensor> in;
     for (const auto& spec : inputs_) in.push_back(stack(spec, batch));
     std::vector<HostTensor> out;
     Status s = model_->run(in, &out);
     if (!s.ok()) throw ServeError(ErrorKind::Internal, s.message());
-    std::vector<RunResult> results(batch.size());
+    std::vector<std::vector<InferTensor>> results(batch.size());
     if (!batched_) {  // the batcher runs unbatchable requests alone
-      for (const auto& o : out) results[0].outputs.push_back(slice(o, 0, 0, 0));
+      for (const auto& o : out) results[0].push_back(slice(o, 0, 0, 0));
       return results;
     }
     int64_t row = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
-      int64_t rows = batch[i]->input(inputs_[0].name)->shape[0];
-      for (const auto& o : out) results[i].outputs.push_back(slice(o, in[0].shape[0], row, rows));
+      int64_t rows = batch[i].admission->batch;
+      for (const auto& o : out) results[i].push_back(slice(o, in[0].shape[0], row, rows));
       row += rows;
     }
     return results;
@@ -86,11 +86,11 @@ class TensorServable : public Servable {
 
   // The requests' tensors for one input, stacked along the batch dimension (admit() checked
   // that they agree on every other size).
-  static HostTensor stack(const TensorSpec& spec, const std::vector<const InferRequest*>& batch) {
-    HostTensor t{spec.name, spec.dtype, batch[0]->input(spec.name)->shape, {}};
-    for (size_t i = 1; i < batch.size(); ++i) t.shape[0] += batch[i]->input(spec.name)->shape[0];
-    for (const auto* r : batch) {
-      const InferTensor& x = *r->input(spec.name);
+  static HostTensor stack(const TensorSpec& spec, const std::vector<Work>& batch) {
+    HostTensor t{spec.name, spec.dtype, batch[0].request->input(spec.name)->shape, {}};
+    for (size_t i = 1; i < batch.size(); ++i) t.shape[0] += batch[i].request->input(spec.name)->shape[0];
+    for (const Work& w : batch) {
+      const InferTensor& x = *w.request->input(spec.name);
       t.data.insert(t.data.end(), x.data.begin(), x.data.end());
     }
     return t;

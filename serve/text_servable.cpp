@@ -30,27 +30,26 @@ class TextServable : public Servable {
     for (size_t i = 0; i < texts.size(); ++i)
       if (!valid_utf8(texts[i])) bad_request("text " + std::to_string(i) + " is not valid UTF-8");
     GenerationOptions o = options(r);
-    return {batch, fmt::format("{}/{}", o.num_beams.value_or(0), o.max_new_tokens.value_or(0)), true};
+    return {batch, fmt::format("{}/{}", o.num_beams.value_or(0), o.max_new_tokens.value_or(0)), true, {}};
   }
 
-  std::vector<RunResult> run(const std::vector<const InferRequest*>& batch) override {
+  std::vector<std::vector<InferTensor>> run(const std::vector<Work>& batch) override {
     std::vector<std::string> sources;
-    for (const auto* r : batch) {
-      const auto& t = r->input("text")->strings;
+    for (const Work& w : batch) {
+      const auto& t = w.request->input("text")->strings;
       sources.insert(sources.end(), t.begin(), t.end());
     }
-    GenerationOptions o = options(*batch[0]);
+    GenerationOptions o = options(*batch[0].request);
     o.batch = static_cast<int>(sources.size());
     std::vector<GeneratedText> out;
     Status s = model_->generate(sources, o, &out);
     if (!s.ok()) throw ServeError(ErrorKind::Internal, s.message());
-    std::vector<RunResult> results(batch.size());
+    std::vector<std::vector<InferTensor>> results;
     size_t next = 0;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      int64_t b = batch[i]->inputs[0].shape[0];
+    for (const Work& w : batch) {
       std::vector<std::string> texts;
-      for (int64_t k = 0; k < b; ++k) texts.push_back(out[next++].text);
-      results[i].outputs.push_back(bytes_tensor("text", {b}, std::move(texts)));
+      for (int64_t k = 0; k < w.admission->batch; ++k) texts.push_back(out[next++].text);
+      results.push_back({bytes_tensor("text", {w.admission->batch}, std::move(texts))});
     }
     return results;
   }

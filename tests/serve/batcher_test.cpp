@@ -1,6 +1,6 @@
 // The dynamic batcher with a servable that records the batches it runs: requests merge up to
 // max_batch_size and only with their own kind, a full queue refuses at once, a stop answers what
-// was queued, a bad request fails alone, and no request is answered twice or lost.
+// was queued, a bad request is refused alone, and no request is answered twice or lost.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,7 +12,7 @@ namespace kiln::serve {
 namespace {
 
 // Echoes input "x" (INT32 [n]) plus 1; records the batch sizes; a request whose first element is
-// -1 fails, one with -2 throws from the whole batch.
+// -1 is refused when admitted, one with -2 fails the whole batch it runs in.
 class RecordingServable : public Servable {
  public:
   RecordingServable(std::chrono::milliseconds work) : work_(work) { info_.batch_sizes = {1, 8}; }
@@ -23,24 +23,21 @@ class RecordingServable : public Servable {
   Admission admit(const InferRequest& r) const override {
     const InferTensor* x = r.input("x");
     if (!x || x->datatype != "INT32" || x->shape.size() != 1) bad_request("need x");
-    return {x->shape[0], r.parameters.value("kind", std::string("a")), r.parameters.value("batchable", true)};
+    if (x->shape[0] > 0 && reinterpret_cast<const int32_t*>(x->data.data())[0] == -1) bad_request("bad item");
+    return {x->shape[0], r.parameters.value("kind", std::string("a")), r.parameters.value("batchable", true), {}};
   }
-  std::vector<RunResult> run(const std::vector<const InferRequest*>& batch) override {
+  std::vector<std::vector<InferTensor>> run(const std::vector<Work>& batch) override {
     std::this_thread::sleep_for(work_);
     int64_t items = 0;
-    std::vector<RunResult> out(batch.size());
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const InferTensor& x = *batch[i]->input("x");
-      items += x.shape[0];
+    std::vector<std::vector<InferTensor>> out;
+    for (const Work& w : batch) {
+      const InferTensor& x = *w.request->input("x");
+      items += w.admission->batch;
       std::vector<int32_t> v(x.data.size() / 4);
       std::memcpy(v.data(), x.data.data(), x.data.size());
       if (!v.empty() && v[0] == -2) throw ServeError(ErrorKind::Internal, "the engine failed");
-      if (!v.empty() && v[0] == -1) {
-        out[i].error = "bad item";
-        continue;
-      }
       for (auto& e : v) ++e;
-      out[i].outputs.push_back(int32_tensor("y", x.shape, v));
+      out.push_back({int32_tensor("y", x.shape, v)});
     }
     std::lock_guard lock(mutex);
     batches.push_back(items);
@@ -108,27 +105,27 @@ TEST(Batcher, OnlyRequestsWithTheSameKeyShareABatch) {
   EXPECT_EQ(f.servable->batches, (std::vector<int64_t>{2, 1, 1}));
 }
 
-TEST(Batcher, AFailedRequestFailsAloneAndABatchErrorFailsItsBatch) {
+TEST(Batcher, ABadRequestIsRefusedAloneAndABatchErrorFailsItsBatch) {
   BatchingConfig c;
   c.max_queue_delay_us = 100'000;
   Fixture f(c);
   auto good = f.batcher->submit(request({5}));
-  auto bad = f.batcher->submit(request({-1}));
-  EXPECT_EQ(y_of(good.get()), (std::vector<int32_t>{6}));
   try {
-    bad.get();
-    ADD_FAILURE() << "no error";
+    f.batcher->submit(request({-1}));
+    ADD_FAILURE() << "accepted";
   } catch (const ServeError& e) {
     EXPECT_EQ(e.kind(), ErrorKind::BadRequest);
     EXPECT_STREQ(e.what(), "bad item");
   }
+  EXPECT_EQ(y_of(good.get()), (std::vector<int32_t>{6}));
   auto x = f.batcher->submit(request({7}));
   auto y = f.batcher->submit(request({-2}));
   EXPECT_THROW(x.get(), ServeError);
   EXPECT_THROW(y.get(), ServeError);
+  EXPECT_EQ(f.servable->batches, (std::vector<int64_t>{1}));  // the failed batch recorded nothing
   std::string m = f.metrics.render();
   EXPECT_NE(m.find("outcome=\"success\"} 1"), std::string::npos) << m;
-  EXPECT_NE(m.find("outcome=\"failure\"} 3"), std::string::npos) << m;
+  EXPECT_NE(m.find("outcome=\"failure\"} 2"), std::string::npos) << m;
 }
 
 TEST(Batcher, RefusesWhatItCannotTakeAtOnce) {

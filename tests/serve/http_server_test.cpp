@@ -198,9 +198,8 @@ TEST(HttpServer, BadRequestsGetOneLineErrors) {
                                                          "data": [1, 2, 3]}]})",
                   400),
             "input 'pixels' must be FP32 of [batch, 3, 224, 224]");
-  EXPECT_EQ(error("/v2/models/b0/infer", R"({"inputs": [{"name": "image", "datatype": "BYTES", "shape": [5],
-                                                         "data": ["a", "b", "c", "d", "e"]}]})",
-                  400),
+  auto [five, five_header] = image_request({kImages[0], kImages[1], kImages[2], kImages[0], kImages[1]}, json::array());
+  EXPECT_EQ(error("/v2/models/b0/infer", five, 400, five_header),
             "the request holds 5 batch items, more than the model's max_batch_size 4");
   EXPECT_EQ(error("/v2/models/b0/infer", "{}", 400, 10), "Inference-Header-Content-Length is larger than the body");
   // A 100 MB body is refused unread.

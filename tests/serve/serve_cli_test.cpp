@@ -76,12 +76,13 @@ TEST(ServeCli, CurlQueriesAndSigtermFinishesInFlightWork) {
   std::string base = "http://127.0.0.1:" + std::to_string(p.http_port);
 
   EXPECT_EQ(curl("-o /dev/null -w '%{http_code}' " + base + "/v2/health/ready"), "200");
-  // An encoded image with the binary tensor extension, as the README shows it.
+  // An image sent raw, without the JSON header the binary tensor extension needs.
   std::string image = test::source_dir() + "/samples/coffee.webp";
   std::string answer = curl("-X POST " + base + "/v2/models/b0/infer --data-binary @" + image +
                             " -H 'Content-Type: application/octet-stream'"
                             " -H 'Inference-Header-Content-Length: 0' -o /dev/null -w '%{http_code}'");
   EXPECT_EQ(answer, "400");  // no JSON header: refused, not crashed
+  // The same image as the extension wants it, for the load below.
   std::string header =
       R"({"inputs":[{"name":"image","datatype":"BYTES","shape":[1],"parameters":{"binary_data_size":)" +
       std::to_string(fs::file_size(image) + 4) +
@@ -91,17 +92,18 @@ TEST(ServeCli, CurlQueriesAndSigtermFinishesInFlightWork) {
   std::string body = header + std::string(reinterpret_cast<const char*>(&n), 4) +
                      std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   std::ofstream(root + "/body.bin", std::ios::binary) << body;
-  answer = curl("-X POST " + base + "/v2/models/b0/infer --data-binary @" + root + "/body.bin" +
-                " -H 'Content-Type: application/octet-stream'"
-                " -H 'Inference-Header-Content-Length: " +
-                std::to_string(header.size()) + "'");
+  // The README's query: examples/infer_image.sh.
+  ASSERT_EQ(test::run_command("bash " + test::source_dir() + "/examples/infer_image.sh " + base + " b0 " + image + " 1",
+                              &answer),
+            0)
+      << answer;
   auto j = nlohmann::json::parse(answer);
+  ASSERT_TRUE(j["outputs"][0]["data"][0].is_string()) << answer;
+  EXPECT_NE(j["outputs"][0]["data"][0].get<std::string>().find(":967:espresso"), std::string::npos) << answer;
   // curl's default content type caps the body at 8 KiB in cpp-httplib: the error says what to do.
   EXPECT_NE(curl("-X POST " + base + "/v2/models/b0/infer --data-binary @" + root + "/body.bin")
                 .find("send Content-Type: application/json or application/octet-stream"),
             std::string::npos);
-  ASSERT_TRUE(j["outputs"][0]["data"][0].is_string()) << answer;
-  EXPECT_NE(j["outputs"][0]["data"][0].get<std::string>().find(":967:espresso"), std::string::npos) << answer;
   std::string metrics = curl("http://127.0.0.1:" + std::to_string(p.metrics_port) + "/metrics");
   EXPECT_NE(metrics.find("kiln_requests_total{model=\"b0\",version=\"1\",outcome=\"success\"} 1"), std::string::npos)
       << metrics;
