@@ -1,6 +1,7 @@
 #include "serve/batcher.h"
 
 #include <algorithm>
+#include <semaphore>
 
 namespace kiln::serve {
 
@@ -37,13 +38,31 @@ std::future<std::vector<InferTensor>> Batcher::submit(std::shared_ptr<const Infe
     if (std::none_of(outs.begin(), outs.end(), [&](const TensorMetadata& m) { return m.name == want.name; }))
       bad_request("the model has no output '" + want.name + "'");
   }
+  // Refuse before admitting: admitting decodes images, work wasted on a request that cannot queue
+  // (under overload it starved the batches that could run) or that is too large.
+  refuse_if_full();
+  if (s.leads_with_batch())
+    for (const auto& in : request->inputs)
+      if (!in.shape.empty() && in.shape[0] > config_.max_batch_size)
+        bad_request("the request holds " + std::to_string(in.shape[0]) + " batch items, more than the model's " +
+                    "max_batch_size " + std::to_string(config_.max_batch_size));
   Entry e;
-  e.admission = s.admit(*request);
+  {
+    // Admitting is CPU work (decoding, resizing): at most one per core at a time across the
+    // server, so that a burst of requests does not starve the engine's threads.
+    static std::counting_semaphore<4096> slots(std::clamp<int>(std::thread::hardware_concurrency(), 1, 4096));
+    slots.acquire();
+    struct Release {
+      ~Release() { slots.release(); }
+    } release;
+    e.admission = s.admit(*request);
+  }
   if (e.admission.batch > config_.max_batch_size)
     bad_request("the request holds " + std::to_string(e.admission.batch) + " batch items, more than the model's " +
                 "max_batch_size " + std::to_string(config_.max_batch_size));
   double timeout_us = number_parameter(*request, "timeout", static_cast<double>(config_.timeout_us));
-  if (timeout_us < 0) bad_request("parameter 'timeout' must not be negative");
+  if (!(timeout_us >= 0 && timeout_us <= 3.6e9))
+    bad_request("parameter 'timeout' must be from 0 to 3.6e9 microseconds");
   e.enqueued = Clock::now();
   e.deadline = timeout_us > 0 ? e.enqueued + std::chrono::microseconds(static_cast<int64_t>(timeout_us))
                               : Clock::time_point::max();
@@ -51,16 +70,24 @@ std::future<std::vector<InferTensor>> Batcher::submit(std::shared_ptr<const Infe
   auto future = e.promise.get_future();
   {
     std::lock_guard lock(mutex_);
-    if (stopping_ || queue_.size() >= config_.max_queue_size) {
-      metrics_->request(model_, version_, Metrics::Outcome::Rejected);
-      if (stopping_) throw ServeError(ErrorKind::Unavailable, "model '" + model_ + "' is being unloaded");
-      throw ServeError(ErrorKind::Overloaded, "model '" + model_ + "' has " + std::to_string(queue_.size()) +
-                                                  " requests queued; try again later");
-    }
+    refuse_if_full_locked();
     queue_.push_back(std::move(e));
   }
   wake_.notify_all();
   return future;
+}
+
+void Batcher::refuse_if_full() {
+  std::lock_guard lock(mutex_);
+  refuse_if_full_locked();
+}
+
+void Batcher::refuse_if_full_locked() {
+  if (!stopping_ && queue_.size() < config_.max_queue_size) return;
+  metrics_->request(model_, version_, Metrics::Outcome::Rejected);
+  if (stopping_) throw ServeError(ErrorKind::Unavailable, "model '" + model_ + "' is being unloaded");
+  throw ServeError(ErrorKind::Overloaded,
+                   "model '" + model_ + "' has " + std::to_string(queue_.size()) + " requests queued; try again later");
 }
 
 std::vector<Batcher::Entry> Batcher::take(std::unique_lock<std::mutex>& lock) {
@@ -104,46 +131,62 @@ void Batcher::work(Servable& instance) {
 }
 
 void Batcher::run(Servable& instance, std::vector<Entry>& batch) {
-  auto now = Clock::now();
-  std::vector<Entry*> live;
-  for (auto& e : batch) {
-    metrics_->queue_time(model_, version_, std::chrono::duration<double>(now - e.enqueued).count());
-    if (now > e.deadline) {
-      metrics_->request(model_, version_, Metrics::Outcome::Failure);
-      e.promise.set_exception(std::make_exception_ptr(
-          ServeError(ErrorKind::Timeout, "the request waited longer than its timeout in the queue")));
-      continue;
-    }
-    live.push_back(&e);
+  // Every entry's promise is set once: by the answer, or by the error that stopped it.
+  std::vector<bool> answered(batch.size());
+  try {
+    run_batch(instance, batch, answered);
+  } catch (...) {
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (!answered[i]) batch[i].promise.set_exception(std::current_exception());
+  }
+}
+
+void Batcher::run_batch(Servable& instance, std::vector<Entry>& batch, std::vector<bool>& answered) {
+  auto fail = [&](size_t i, std::exception_ptr error) {
+    answered[i] = true;
+    batch[i].promise.set_exception(error);
+    metrics_->request(model_, version_, Metrics::Outcome::Failure);
+  };
+  const auto now = Clock::now();
+  std::vector<size_t> live;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    metrics_->queue_time(model_, version_, std::chrono::duration<double>(now - batch[i].enqueued).count());
+    if (now > batch[i].deadline)
+      fail(i, std::make_exception_ptr(
+                  ServeError(ErrorKind::Timeout, "the request waited longer than its timeout in the queue")));
+    else
+      live.push_back(i);
   }
   if (live.empty()) return;
   std::vector<Work> work;
   int64_t items = 0;
-  for (Entry* e : live) {
-    work.push_back({e->request.get(), &e->admission});
-    items += e->admission.batch;
+  for (size_t i : live) {
+    work.push_back({batch[i].request.get(), &batch[i].admission});
+    items += batch[i].admission.batch;
   }
   std::vector<std::vector<InferTensor>> results;
   try {
     results = instance.run(work);
+    if (results.size() != live.size())
+      throw ServeError(ErrorKind::Internal, "the model answered " + std::to_string(results.size()) + " of " +
+                                                std::to_string(live.size()) + " requests");
   } catch (...) {
-    auto error = std::current_exception();
-    for (Entry* e : live) {
-      metrics_->request(model_, version_, Metrics::Outcome::Failure);
-      e->promise.set_exception(error);
-    }
+    for (size_t i : live) fail(i, std::current_exception());
     return;
   }
   metrics_->batch(model_, version_, items, std::chrono::duration<double>(Clock::now() - now).count());
-  for (size_t i = 0; i < live.size(); ++i) {
-    Entry& e = *live[i];
+  for (size_t k = 0; k < live.size(); ++k) {
+    const size_t i = live[k];
+    std::vector<InferTensor> outputs;
     try {
-      e.promise.set_value(select_outputs(std::move(results[i]), *e.request, instance.labels()));
-      metrics_->request(model_, version_, Metrics::Outcome::Success);
+      outputs = select_outputs(std::move(results[k]), *batch[i].request, instance.labels());
     } catch (...) {
-      metrics_->request(model_, version_, Metrics::Outcome::Failure);
-      e.promise.set_exception(std::current_exception());
+      fail(i, std::current_exception());
+      continue;
     }
+    answered[i] = true;
+    batch[i].promise.set_value(std::move(outputs));
+    metrics_->request(model_, version_, Metrics::Outcome::Success);
   }
 }
 

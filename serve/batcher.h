@@ -54,10 +54,16 @@ class Batcher {
     Clock::time_point enqueued, deadline;
     std::promise<std::vector<InferTensor>> promise;
   };
+  // Throws Overloaded when the queue is full, Unavailable when stopping (and counts the refusal).
+  void refuse_if_full();
+  void refuse_if_full_locked();
   void work(Servable& instance);
-  // Takes the next batch from the queue (the lock held); empty when the worker should wait.
+  // Takes the next batch from the queue (the lock held), or waits until the oldest request's
+  // delay is over or another arrives and returns none.
   std::vector<Entry> take(std::unique_lock<std::mutex>& lock);
+  // Runs a batch; every request in it is answered once, whatever fails.
   void run(Servable& instance, std::vector<Entry>& batch);
+  void run_batch(Servable& instance, std::vector<Entry>& batch, std::vector<bool>& answered);
 
   std::vector<std::unique_ptr<Servable>> instances_;
   BatchingConfig config_;

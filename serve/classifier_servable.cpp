@@ -47,10 +47,14 @@ class ClassifierServable : public Servable {
     const size_t per_image = static_cast<size_t>(info_.channels) * info_.height * info_.width;
     if (r.input("image")) {
       Admission a{bytes_batch(r, "image"), "", true, {}};
+      // One image decoded at a time: each may hold max_pixels, not all of them together.
+      const InferTensor& encoded = *r.input("image");
       std::vector<float> pixels(per_image * a.batch);
-      std::vector<Image> images = decode_images(*r.input("image"), max_pixels_);
-      for (size_t i = 0; i < images.size(); ++i)
-        classification::preprocess(images[i], model_->preprocess_config(), pixels.data() + i * per_image);
+      for (size_t i = 0; i < encoded.strings.size(); ++i) {
+        InferTensor one{"image", "BYTES", {1}, {}, {encoded.strings[i]}, nlohmann::json::object()};
+        Image image = std::move(decode_images(one, max_pixels_).at(0));
+        classification::preprocess(image, model_->preprocess_config(), pixels.data() + i * per_image);
+      }
       a.prepared = std::make_shared<const std::vector<float>>(std::move(pixels));
       return a;
     }

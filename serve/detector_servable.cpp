@@ -5,6 +5,8 @@
 // padding), "labels" BYTES [batch, n], "counts" INT32 [batch].
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "serve/servable.h"
 
@@ -81,7 +83,7 @@ class DetectorServable : public Servable {
     o.conf = static_cast<float>(number_parameter(r, "conf", o.conf));
     double max_det = number_parameter(r, "max_det", o.max_det);
     if (!(o.conf >= 0 && o.conf <= 1)) bad_request("parameter 'conf' must be between 0 and 1");
-    if (!(max_det >= 1 && max_det <= 10000) || max_det != static_cast<int>(max_det))
+    if (!(max_det >= 1 && max_det <= 10000) || max_det != std::floor(max_det))
       bad_request("parameter 'max_det' must be an integer from 1 to 10000");
     o.max_det = static_cast<int>(max_det);
     o.square = bool_parameter(r, "square", o.square);

@@ -16,8 +16,6 @@ int http_status(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::BadRequest:
       return 400;
-    case ErrorKind::Unauthorized:
-      return 401;
     case ErrorKind::NotFound:
       return 404;
     case ErrorKind::Overloaded:
@@ -40,7 +38,8 @@ using Response = httplib::Response;
 
 void reply(Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  // Model names come percent-decoded from the path and may not be UTF-8.
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 void reply_error(Response& res, int status, const std::string& message) { reply(res, status, {{"error", message}}); }
@@ -99,18 +98,32 @@ HttpServer::HttpServer(Repository* repository, Metrics* metrics, HttpOptions opt
   // kernel resets their connections after they sent a request. Remember the listening socket
   // so that start() can listen again with a deep backlog (Linux takes a second listen()).
   s.set_socket_options([this](int sock) {
-    httplib::default_socket_options(sock);
+    int on = 1;  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, which lets a second
+                 // server bind the same port silently and take half its connections
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     listen_socket_ = sock;
   });
+  // Runs before a body is read. cpp-httplib caps a body by its Content-Length only: a chunked
+  // body, one without a length (read to the end of the connection) or a compressed one (capped
+  // before it is inflated) would bypass --max-request-mb, so they are refused unread.
   s.set_pre_routing_handler([this](const Request& req, Response& res) {
     request_start = Clock::now();
-    bool open = req.path.rfind("/v2/health/", 0) == 0 || req.path == "/metrics";
+    auto refuse = [&](int status, const std::string& message) {
+      res.set_header("Connection", "close");  // the unread body must not be taken for a request
+      reply_error(res, status, message);
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    if (req.has_header("Transfer-Encoding")) return refuse(411, "send the body with a Content-Length, not chunked");
+    if (req.method == "POST" && !req.has_header("Content-Length"))
+      return refuse(411, "send a Content-Length (curl: --data '' for an empty body)");
+    if (req.has_header("Content-Encoding") && req.get_header_value("Content-Encoding") != "identity")
+      return refuse(415, "compressed request bodies are not accepted");
+    bool open = req.path.rfind("/v2/health/", 0) == 0;
     if (options_.auth_token.empty() || open) return httplib::Server::HandlerResponse::Unhandled;
     if (same_token(req.get_header_value("Authorization"), "Bearer " + options_.auth_token))
       return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("WWW-Authenticate", "Bearer");
-    reply_error(res, 401, "a valid bearer token is required");
-    return httplib::Server::HandlerResponse::Handled;
+    return refuse(401, "a valid bearer token is required");
   });
   s.set_error_handler([](const Request& req, Response& res) {
     if (!res.body.empty()) return;
@@ -137,9 +150,11 @@ HttpServer::HttpServer(Repository* repository, Metrics* metrics, HttpOptions opt
       std::fprintf(log, "%s\n", line.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
       std::fflush(log);
     });
-  s.Get("/metrics",
-        [this](const Request&, Response& res) { res.set_content(metrics_->render(), "text/plain; version=0.0.4"); });
-  if (repository_) add_inference_routes();
+  if (repository_)
+    add_inference_routes();
+  else
+    s.Get("/metrics",
+          [this](const Request&, Response& res) { res.set_content(metrics_->render(), "text/plain; version=0.0.4"); });
 }
 
 HttpServer::~HttpServer() { stop(); }
@@ -228,6 +243,10 @@ void HttpServer::start() {
   KILN_CHECK(listen_socket_ >= 0 && ::listen(listen_socket_, SOMAXCONN) == 0, "[serve] cannot listen on {}:{}",
              options_.host, port_);
   thread_ = std::thread([&s] { s.listen_after_bind(); });
+  // cpp-httplib's stop() does nothing before the loop runs: wait for it, so that a stop() right
+  // after (another server failing to start) ends it.
+  for (int i = 0; i < 5000 && !s.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  KILN_CHECK(s.is_running(), "[serve] the server on {}:{} did not start", options_.host, port_);
 }
 
 void HttpServer::stop() {

@@ -1,5 +1,5 @@
 // The Open Inference Protocol over HTTP/REST (cpp-httplib): health, server and model metadata,
-// infer with JSON and binary tensors, the repository extension; and /metrics for Prometheus on a
+// infer with JSON and binary tensors, the repository extension; or /metrics for Prometheus on a
 // port of its own. Handlers run on a fixed pool of threads; a request blocks its thread while
 // its batch runs.
 #pragma once
@@ -33,7 +33,7 @@ int http_status(ErrorKind kind);
 
 class HttpServer {
  public:
-  // Routes: the inference API when `repository` is given, else only /metrics.
+  // Routes: the inference API when `repository` is given, else only /metrics (no token asked).
   HttpServer(Repository* repository, Metrics* metrics, HttpOptions options);
   ~HttpServer();
   // Binds (throws kiln::Error when the port is taken) and serves on a thread of its own.

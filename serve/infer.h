@@ -23,11 +23,12 @@ struct InferTensor {
   nlohmann::json parameters = nlohmann::json::object();
 };
 
-// An output a request asks for: binary_data (Triton's binary tensor extension) and
-// classification (the classification extension: the top k as "value:index:label" strings).
+// An output a request asks for: binary_data (Triton's binary tensor extension; unset: the
+// request's binary_data_output) and classification (the classification extension: the top k as
+// "value:index:label" strings).
 struct RequestedOutput {
   std::string name;
-  bool binary_data = false;
+  std::optional<bool> binary_data;
   int classification = 0;
 };
 
@@ -51,7 +52,7 @@ struct InferResponse {
 };
 
 // How a request failed, which each front end maps to its status codes.
-enum class ErrorKind { BadRequest, NotFound, Unavailable, Overloaded, Timeout, Unauthorized, Internal };
+enum class ErrorKind { BadRequest, NotFound, Unavailable, Overloaded, Timeout, Internal };
 
 class ServeError : public std::runtime_error {
  public:

@@ -218,7 +218,12 @@ RequestedOutput parse_output(const json& j, size_t index) {
 InferRequest parse_infer_request(std::string_view body, std::optional<size_t> header_length) {
   size_t json_length = header_length.value_or(body.size());
   if (json_length > body.size()) bad_request("Inference-Header-Content-Length is larger than the body");
-  json j = json::parse(body.substr(0, json_length), nullptr, false);
+  // Nesting is bounded while parsing: copying a json value recurses once per level.
+  const json::parser_callback_t depth_limit = [](int depth, json::parse_event_t, json&) {
+    if (depth > static_cast<int>(kMaxRank) + 8) bad_request("the request body is nested too deeply");
+    return true;
+  };
+  json j = json::parse(body.substr(0, json_length), depth_limit, false);
   if (j.is_discarded()) bad_request("the request body is not valid JSON");
   if (!j.is_object()) bad_request("the request body must be a JSON object");
   InferRequest r;
@@ -242,7 +247,12 @@ InferRequest parse_infer_request(std::string_view body, std::optional<size_t> he
   if (!binary.rest.empty()) bad_request("the body has binary data that no input claims");
   if (auto outputs = j.find("outputs"); outputs != j.end()) {
     if (!outputs->is_array()) bad_request("\"outputs\" must be an array");
-    for (size_t i = 0; i < outputs->size(); ++i) r.outputs.push_back(parse_output((*outputs)[i], i));
+    for (size_t i = 0; i < outputs->size(); ++i) {
+      RequestedOutput o = parse_output((*outputs)[i], i);
+      for (const auto& seen : r.outputs)
+        if (seen.name == o.name) bad_request("output '" + o.name + "' is asked for twice");
+      r.outputs.push_back(std::move(o));
+    }
   }
   return r;
 }
@@ -276,14 +286,28 @@ json json_data(const InferTensor& t) {
       std::memcpy(&h, t.data.data() + i, 2);
       out.push_back(half_to_float(h));
     }
+  } else if (dt == "BF16") {
+    for (size_t i = 0; i + 1 < t.data.size(); i += 2) {
+      uint16_t h;
+      std::memcpy(&h, t.data.data() + i, 2);
+      out.push_back(bf16_to_float(h));
+    }
+  } else if (dt == "INT8") {
+    append_numbers<int8_t>(out, t.data);
+  } else if (dt == "INT16") {
+    append_numbers<int16_t>(out, t.data);
   } else if (dt == "INT32") {
     append_numbers<int32_t>(out, t.data);
   } else if (dt == "INT64") {
     append_numbers<int64_t>(out, t.data);
   } else if (dt == "UINT8") {
     append_numbers<uint8_t>(out, t.data);
+  } else if (dt == "UINT16") {
+    append_numbers<uint16_t>(out, t.data);
+  } else if (dt == "UINT32") {
+    append_numbers<uint32_t>(out, t.data);
   } else {
-    throw ServeError(ErrorKind::Internal, "output '" + t.name + "' of datatype " + dt + " cannot be written as JSON");
+    append_numbers<uint64_t>(out, t.data);
   }
   return out;
 }
@@ -311,7 +335,7 @@ std::string encode_infer_response(const InferResponse& response, const InferRequ
   for (const auto& t : response.outputs) {
     bool as_binary = request.binary_data_output;
     for (const auto& o : request.outputs)
-      if (o.name == t.name) as_binary = o.binary_data;
+      if (o.name == t.name) as_binary = o.binary_data.value_or(request.binary_data_output);
     json o = {{"name", t.name}, {"datatype", t.datatype}, {"shape", t.shape}};
     if (as_binary) {
       any_binary = true;
@@ -323,7 +347,8 @@ std::string encode_infer_response(const InferResponse& response, const InferRequ
     }
     j["outputs"].push_back(std::move(o));
   }
-  std::string text = j.dump();
+  // BYTES outputs that are not UTF-8 go out with U+FFFD in JSON; binary data carries them as they are.
+  std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
   *header_length = std::nullopt;
   if (any_binary) {
     *header_length = text.size();

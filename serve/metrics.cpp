@@ -84,7 +84,8 @@ std::string Metrics::render() const {
     }
   };
   histogram("kiln_queue_seconds", "Time requests waited in the batch queue.", &Series::queue);
-  histogram("kiln_compute_seconds", "Time a batch took to run, decoding included.", &Series::compute);
+  histogram("kiln_compute_seconds", "Time a batch took to run (images are decoded before they queue).",
+            &Series::compute);
   histogram("kiln_batch_size", "Batch items per model run.", &Series::batch_size);
   return out;
 }

@@ -118,11 +118,12 @@ void Repository::load(const std::string& name) {
   try {
     versions = load_versions(name);
   } catch (const std::exception& e) {
+    // A failed reload keeps the versions that serve (and the server ready); a failed first load
+    // leaves the model unavailable.
     std::lock_guard lock(mutex_);
     Model& m = models_[name];
-    old = std::move(m.versions);
-    m = Model{{}, "UNAVAILABLE", e.what()};
-    for (auto& [v, b] : old) b->stop();
+    if (m.versions.empty()) m.state = "UNAVAILABLE";
+    m.reason = std::string(m.versions.empty() ? "" : "reload failed: ") + e.what();
     throw ServeError(ErrorKind::BadRequest, std::string("failed to load '") + name + "': " + e.what());
   }
   {

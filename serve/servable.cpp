@@ -129,14 +129,16 @@ InferTensor bytes_tensor(std::string name, std::vector<int64_t> shape, std::vect
 
 std::vector<Image> decode_images(const InferTensor& images, uint64_t max_pixels) {
   std::vector<Image> out;
+  uint64_t left = max_pixels;
   for (size_t k = 0; k < images.strings.size(); ++k) {
     const std::string& s = images.strings[k];
     try {
       out.push_back(decode_image(std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()),
-                                 "image " + std::to_string(k), false, max_pixels));
+                                 "image " + std::to_string(k), false, left));
     } catch (const Error& e) {
       bad_request(e.what());
     }
+    left -= static_cast<uint64_t>(out.back().width) * out.back().height;
   }
   return out;
 }

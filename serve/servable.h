@@ -49,6 +49,9 @@ class Servable {
   virtual const std::vector<std::string>& labels() const;
   // The model's description (bundle manifest fields, device).
   virtual const ModelInfo& info() const = 0;
+  // Whether every input's first dimension is the batch (then a request's batch size is known
+  // before admitting it, and an oversized one is refused before any work).
+  virtual bool leads_with_batch() const { return true; }
   // Checks a request against the model and prepares it; throws ServeError(BadRequest) naming
   // what is wrong. Called from many threads at once.
   virtual Admission admit(const InferRequest& request) const = 0;
@@ -58,7 +61,7 @@ class Servable {
 
 struct ServableOptions {
   std::string device = "auto";             // "cpu", "cuda" or "auto"
-  uint64_t max_image_pixels = 40'000'000;  // encoded images larger than this are refused unread
+  uint64_t max_image_pixels = 40'000'000;  // pixels of an image (of a request's images, for detection)
 };
 
 // Loads a bundle as its task's servable. Throws kiln::Error.
@@ -87,7 +90,8 @@ bool bool_parameter(const InferRequest& request, const std::string& name, bool f
 InferTensor fp32_tensor(std::string name, std::vector<int64_t> shape, const float* values);
 InferTensor int32_tensor(std::string name, std::vector<int64_t> shape, const std::vector<int32_t>& values);
 InferTensor bytes_tensor(std::string name, std::vector<int64_t> shape, std::vector<std::string> values);
-// Decodes the encoded images of a BYTES input; throws ServeError(BadRequest) naming the one that fails.
+// Decodes the encoded images of a BYTES input, refusing (from their headers) images that together
+// hold more than max_pixels; throws ServeError(BadRequest) naming the one that fails.
 std::vector<Image> decode_images(const InferTensor& images, uint64_t max_pixels);
 
 }  // namespace kiln::serve

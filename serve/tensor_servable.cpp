@@ -24,6 +24,7 @@ class TensorServable : public Servable {
   const ModelInfo& info() const override { return model_->info(); }
   std::vector<TensorMetadata> inputs() const override { return metadata(inputs_); }
   std::vector<TensorMetadata> outputs() const override { return metadata(outputs_); }
+  bool leads_with_batch() const override { return batched_; }
 
   Admission admit(const InferRequest& r) const override {
     if (r.inputs.size() != inputs_.size())

@@ -27,6 +27,7 @@ class RecordingServable : public Servable {
     return {x->shape[0], r.parameters.value("kind", std::string("a")), r.parameters.value("batchable", true), {}};
   }
   std::vector<std::vector<InferTensor>> run(const std::vector<Work>& batch) override {
+    ++started;
     std::this_thread::sleep_for(work_);
     int64_t items = 0;
     std::vector<std::vector<InferTensor>> out;
@@ -45,6 +46,7 @@ class RecordingServable : public Servable {
   }
   std::mutex mutex;
   std::vector<int64_t> batches;
+  std::atomic<int> started{0};
 
  private:
   std::chrono::milliseconds work_;
@@ -79,8 +81,8 @@ struct Fixture {
 
 TEST(Batcher, MergesWaitingRequestsUpToTheMaximum) {
   BatchingConfig c;
-  c.max_queue_delay_us = 200'000;  // the first request waits for the others
-  Fixture f(c);                    // max_batch_size 0: the servable's largest planned batch, 8
+  c.max_queue_delay_us = 1'500'000;  // the first request waits for the others
+  Fixture f(c);                      // max_batch_size 0: the servable's largest planned batch, 8
   EXPECT_EQ(f.batcher->config().max_batch_size, 8);
   std::vector<std::future<std::vector<InferTensor>>> futures;
   for (int i = 0; i < 5; ++i) futures.push_back(f.batcher->submit(request({i * 10, i * 10 + 1})));
@@ -92,7 +94,7 @@ TEST(Batcher, MergesWaitingRequestsUpToTheMaximum) {
 
 TEST(Batcher, OnlyRequestsWithTheSameKeyShareABatch) {
   BatchingConfig c;
-  c.max_queue_delay_us = 100'000;
+  c.max_queue_delay_us = 1'000'000;
   Fixture f(c);
   auto a1 = f.batcher->submit(request({1}));
   auto b1 = f.batcher->submit(request({2}, {{"kind", "b"}}));
@@ -107,7 +109,7 @@ TEST(Batcher, OnlyRequestsWithTheSameKeyShareABatch) {
 
 TEST(Batcher, ABadRequestIsRefusedAloneAndABatchErrorFailsItsBatch) {
   BatchingConfig c;
-  c.max_queue_delay_us = 100'000;
+  c.max_queue_delay_us = 1'000'000;
   Fixture f(c);
   auto good = f.batcher->submit(request({5}));
   try {
@@ -124,8 +126,8 @@ TEST(Batcher, ABadRequestIsRefusedAloneAndABatchErrorFailsItsBatch) {
   EXPECT_THROW(y.get(), ServeError);
   EXPECT_EQ(f.servable->batches, (std::vector<int64_t>{1}));  // the failed batch recorded nothing
   std::string m = f.metrics.render();
-  EXPECT_NE(m.find("outcome=\"success\"} 1"), std::string::npos) << m;
-  EXPECT_NE(m.find("outcome=\"failure\"} 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("outcome=\"success\"} 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("outcome=\"failure\"} 2\n"), std::string::npos) << m;
 }
 
 TEST(Batcher, RefusesWhatItCannotTakeAtOnce) {
@@ -148,12 +150,12 @@ TEST(Batcher, RefusesWhatItCannotTakeAtOnce) {
   expect_refusal(r, ErrorKind::BadRequest);  // no such output
   // The first runs (500 ms), two wait, the fourth finds the queue full.
   auto first = f.batcher->submit(request({4, 4, 4, 4}));
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the worker has taken it
+  while (f.servable->started == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   auto q1 = f.batcher->submit(request({1, 1, 1, 1}));
   auto q2 = f.batcher->submit(request({2, 2, 2, 2}));
   auto t0 = Clock::now();
   expect_refusal(request({3, 3, 3, 3}), ErrorKind::Overloaded);
-  EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(250));  // refused, not kept waiting
+  EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(400));  // refused, not kept until a run ends
   // A request whose timeout passes while it waits is answered with Timeout.
   first.get();
   q1.get();
@@ -167,7 +169,7 @@ TEST(Batcher, RefusesWhatItCannotTakeAtOnce) {
   } catch (const ServeError& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Timeout);
   }
-  EXPECT_NE(f.metrics.render().find("outcome=\"rejected\"} 1"), std::string::npos);
+  EXPECT_NE(f.metrics.render().find("outcome=\"rejected\"} 1\n"), std::string::npos);
 }
 
 TEST(Batcher, StopAnswersEveryQueuedRequestOnceAndRefusesNewOnes) {

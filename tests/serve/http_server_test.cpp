@@ -243,7 +243,7 @@ TEST(HttpServer, UnloadAnswersQueuedRequestsThenRefuses) {
   fs::create_directories(root + "/b0/1");
   fs::copy_file(repository_root() + "/b0/1/model.bundle", root + "/b0/1/model.bundle",
                 fs::copy_options::overwrite_existing);
-  std::ofstream(root + "/b0/config.json") << R"({"max_queue_delay_us": 5000000, "max_batch_size": 4})";
+  std::ofstream(root + "/b0/config.json") << R"({"max_queue_delay_us": 8000000, "max_batch_size": 4})";
   Server server({}, root);
   auto [body, header] = image_request({kImages[0]}, json::array());
   std::vector<std::thread> clients;
@@ -256,17 +256,67 @@ TEST(HttpServer, UnloadAnswersQueuedRequestsThenRefuses) {
                         "application/octet-stream");
       if (res && res->status == 200) ++ok;
     });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // both are queued, waiting for more
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // both are queued, waiting for more
   auto t0 = Clock::now();
   auto res = server.client->Post("/v2/repository/models/b0/unload", "", "application/json");
   EXPECT_EQ(res->status, 200);
   for (auto& t : clients) t.join();
   EXPECT_EQ(ok, 2);                                       // answered, not dropped
-  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(4));  // at once, not after the batching delay
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(6));  // at once, not after the batching delay
   EXPECT_EQ(server.post("/v2/models/b0/infer", body, header)->status, 404);
   EXPECT_EQ(server.client->Get("/v2/models/b0/ready")->status, 400);
   EXPECT_EQ(server.client->Post("/v2/repository/models/b0/load", "", "application/json")->status, 200);
   EXPECT_EQ(server.client->Get("/v2/models/b0/ready")->status, 200);
+}
+
+// Sends raw bytes on a fresh connection and returns what comes back until the server closes it.
+std::string raw_exchange(int port, const std::string& request) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return "no connection";
+  if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) return "no write";
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, n);
+  close(fd);
+  return out;
+}
+
+TEST(HttpServer, BodiesThatWouldBypassTheSizeCapAreRefusedUnread) {
+  HttpOptions o;
+  o.max_body_bytes = 1 << 20;
+  Server server(o);
+  const int port = server.http->port();
+  // Chunked, without a length, compressed: answered before any of the body is read, and the
+  // connection closed (its unread bytes are not a next request).
+  std::string chunked =
+      raw_exchange(port,
+                   "POST /v2/models/b0/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   "5\r\nhello\r\n");
+  EXPECT_NE(chunked.find("HTTP/1.1 411"), std::string::npos) << chunked;
+  EXPECT_NE(chunked.find("not chunked"), std::string::npos) << chunked;
+  std::string unsized = raw_exchange(port, "POST /v2/models/b0/infer HTTP/1.1\r\nHost: x\r\n\r\n{\"inputs\"");
+  EXPECT_NE(unsized.find("HTTP/1.1 411"), std::string::npos) << unsized;
+  std::string gzip = raw_exchange(
+      port, "POST /v2/models/b0/infer HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd");
+  EXPECT_NE(gzip.find("HTTP/1.1 415"), std::string::npos) << gzip;
+  // A model name that is not UTF-8 once decoded: a JSON error, not a failed reply.
+  auto res = server.client->Get("/v2/models/%ff");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_EQ(json::parse(res->body)["error"], "model '\xef\xbf\xbd' is not loaded");
+  // /metrics lives on the metrics server only, and a second server cannot take a used port.
+  EXPECT_EQ(server.client->Get("/metrics")->status, 404);
+  Metrics metrics;
+  HttpOptions same;
+  same.port = port;
+  HttpServer second(nullptr, &metrics, same);
+  EXPECT_THROW(second.start(), Error);
+  EXPECT_EQ(server.client->Get("/v2/health/live")->status, 200);
 }
 
 TEST(HttpServer, AClientThatHangsUpMidBodyHarmsNoOne) {

@@ -42,7 +42,7 @@ TEST(InferJson, ParsesTheSpecificationsExample) {
   EXPECT_EQ(r.inputs[1].data, (std::vector<uint8_t>{1, 0, 1}));
   ASSERT_EQ(r.outputs.size(), 1u);
   EXPECT_EQ(r.outputs[0].name, "output0");
-  EXPECT_FALSE(r.outputs[0].binary_data);
+  EXPECT_FALSE(r.outputs[0].binary_data.has_value());
   // As printed in the specification, input1 has one element for a shape of three: refused.
   EXPECT_EQ(parse_error(R"({"inputs": [{"name": "input1", "shape": [3], "datatype": "BOOL", "data": [true]}]})"),
             "input 'input1': \"data\" holds 1 elements, the shape 3");
@@ -73,7 +73,7 @@ TEST(InferJson, BinaryTensorsFollowTheJson) {
   auto r = parse_infer_request(body, header.size());
   EXPECT_EQ(values<float>(r.inputs[0]), (std::vector<float>{0.25f, -1, 3}));
   EXPECT_EQ(r.inputs[1].strings, (std::vector<std::string>{"hi", "abc"}));
-  EXPECT_TRUE(r.outputs[0].binary_data);
+  EXPECT_EQ(r.outputs[0].binary_data, true);
   EXPECT_EQ(r.outputs[0].classification, 5);
   EXPECT_TRUE(r.inputs[0].parameters.empty());  // binary_data_size is consumed
 
@@ -112,9 +112,15 @@ TEST(InferJson, MalformedRequestsSayWhatIsWrong) {
   EXPECT_EQ(parse_error(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1]}],
                            "outputs": [{"name": "y", "parameters": {"classification": 0}}]})"),
             "output 0: classification must be a positive integer");
-  std::string deep(40, '[');
+  EXPECT_EQ(parse_error(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1]}],
+                           "outputs": [{"name": "y"}, {"name": "y"}]})"),
+            "output 'y' is asked for twice");
+  // Deep nesting anywhere is refused while parsing (copying such a value would recurse per level).
+  EXPECT_EQ(parse_error(R"({"parameters": {"a": )" + std::string(100000, '[') + std::string(100000, ']') + "}}"),
+            "the request body is nested too deeply");
+  std::string deep(20, '[');
   EXPECT_EQ(parse_error(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": )" + deep +
-                        std::string(40, ']') + "}]}"),
+                        std::string(20, ']') + "}]}"),
             "input 'x': \"data\" is nested too deeply");
 }
 
@@ -139,14 +145,24 @@ TEST(InferJson, ResponsesAreJsonOrBinaryAsAsked) {
   EXPECT_EQ(j["outputs"][0]["data"][1].get<float>(), 3e-8f);
   EXPECT_EQ(j["outputs"][1]["data"][0], "ok");
 
+  // Per output, or for every output not saying otherwise.
   InferRequest binary;
-  binary.outputs = {{"y", true, 0}, {"s", true, 0}};
+  binary.binary_data_output = true;
+  binary.outputs = {{"y", std::nullopt, 0}, {"s", true, 0}};
   body = encode_infer_response(response, binary, &length);
   ASSERT_TRUE(length);
   auto head = nlohmann::json::parse(body.substr(0, *length));
   EXPECT_EQ(head["outputs"][0]["parameters"]["binary_data_size"], 8);
   EXPECT_EQ(head["outputs"][1]["parameters"]["binary_data_size"], 6);
   EXPECT_EQ(body.substr(*length), std::string(reinterpret_cast<const char*>(y), 8) + le32(2) + "ok");
+  binary.outputs[0].binary_data = false;
+  body = encode_infer_response(response, binary, &length);
+  head = nlohmann::json::parse(body.substr(0, *length));
+  EXPECT_EQ(head["outputs"][0]["data"][0].get<float>(), 0.1f);
+  // BYTES that are not UTF-8 cannot be JSON strings: U+FFFD stands in, binary data keeps them.
+  InferResponse raw{"m", "2", "", {InferTensor{"s", "BYTES", {1}, {}, {"a\xff"}, nlohmann::json::object()}}};
+  EXPECT_EQ(nlohmann::json::parse(encode_infer_response(raw, as_json, &length))["outputs"][0]["data"][0],
+            "a\xef\xbf\xbd");
 }
 
 }  // namespace

@@ -80,7 +80,7 @@ TEST(TensorServable, StacksRequestsAndSplitsTheOutputsBack) {
   Metrics metrics;
   BatchingConfig config;
   config.max_batch_size = 8;
-  config.max_queue_delay_us = 300'000;
+  config.max_queue_delay_us = 2'000'000;
   Batcher batcher(std::move(instances), config, &metrics, "tokens", "1");
   auto a = batcher.submit(ids_request({1, 3}, {0, 6, 3}));
   auto b = batcher.submit(ids_request({2, 3}, {1, 1, 5, 2, 4, 0}));

@@ -42,7 +42,7 @@ TEST(TextServable, MergedRequestsTranslateLikeTheTextGenerator) {
   Metrics metrics;
   BatchingConfig config;
   config.max_batch_size = 8;
-  config.max_queue_delay_us = 500'000;
+  config.max_queue_delay_us = 2'000'000;
   Batcher batcher(std::move(instances), config, &metrics, "mt", "1");
   auto a = batcher.submit(texts({sources[0], sources[1]}, {{"num_beams", 2}}));
   auto b = batcher.submit(texts({sources[2]}, {{"num_beams", 2}}));

@@ -74,7 +74,7 @@ TEST(Yolov10Serve, MergedRequestsDetectLikeTheDetector) {
   serve::Metrics metrics;
   serve::BatchingConfig config;
   config.max_batch_size = 8;
-  config.max_queue_delay_us = 500'000;
+  config.max_queue_delay_us = 2'000'000;
   serve::Batcher batcher(std::move(instances), config, &metrics, "yolo", "1");
   auto first = batcher.submit(request({images[0], images[1]}, 0.01, 7));
   auto second = batcher.submit(request({images[2]}, 0.01, 7));
