@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "serve/grpc/grpc_server.h"
 #include "serve/http_server.h"
 
 namespace kiln::cli {
@@ -18,7 +19,7 @@ Command add_serve(CLI::App& app) {
                                  "Open Inference Protocol (KServe v2) on HTTP");
   struct Args {
     std::string models, host = "127.0.0.1", device = "auto", token_file, access_log;
-    int http_port = 8000, metrics_port = 8002, threads = 64;
+    int http_port = 8000, grpc_port = 8001, metrics_port = 8002, threads = 64;
     size_t max_request_mb = 64;
     uint64_t max_image_pixels = 40'000'000;
   };
@@ -26,6 +27,8 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--models", args->models, "Model repository folder")->required();
   cmd->add_option("--host", args->host, "Address to listen on (0.0.0.0: every interface)");
   cmd->add_option("--http-port", args->http_port, "HTTP port of the inference API (0: any free port)")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--grpc-port", args->grpc_port, "gRPC port of the inference API (0: any free port)")
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--metrics-port", args->metrics_port, "HTTP port of /metrics for Prometheus (0: any free port)")
       ->check(CLI::Range(0, 65535));
@@ -83,10 +86,12 @@ Command add_serve(CLI::App& app) {
     metrics_http.threads = 2;
     metrics_http.auth_token.clear();
     serve::HttpServer metrics_server(nullptr, &metrics, metrics_http);
+    serve::GrpcServer grpc(&repository, {args->host, args->grpc_port, http.max_body_bytes, http.auth_token});
     api.start();
+    grpc.start();
     metrics_server.start();
-    fmt::print("kiln serve: {} models; HTTP on {}:{}, metrics on {}:{}\n", repository.index().size(), args->host,
-               api.port(), args->host, metrics_server.port());
+    fmt::print("kiln serve: {} models; HTTP on {}:{}, gRPC on {}:{}, metrics on {}:{}\n", repository.index().size(),
+               args->host, api.port(), args->host, grpc.port(), args->host, metrics_server.port());
     std::fflush(stdout);
 
     int signal = 0;
@@ -94,7 +99,9 @@ Command add_serve(CLI::App& app) {
     fmt::print(stderr, "kiln serve: {} received, finishing the requests in flight\n",
                signal == SIGTERM ? "SIGTERM" : "SIGINT");
     api.drain();
+    grpc.drain();
     api.stop();
+    grpc.stop();
     repository.unload_all();
     metrics_server.stop();
     return 0;

@@ -176,16 +176,7 @@ InferTensor parse_input(const json& j, BinaryReader& binary, size_t index) {
   if (auto it = t.parameters.find("binary_data_size"); it != t.parameters.end()) {
     if (!it->is_number_unsigned()) bad_request(what + ": binary_data_size must be a non-negative integer");
     if (j.contains("data")) bad_request(what + " has both \"data\" and binary_data_size");
-    std::string_view bytes = binary.take(it->get<uint64_t>(), what);
-    if (t.datatype == "BYTES") {
-      fill_strings_from_binary(t, bytes, numel, what);
-    } else {
-      uint64_t expected;
-      if (__builtin_mul_overflow(numel, *size, &expected) || expected != bytes.size())
-        bad_request(what + ": binary_data_size is " + std::to_string(bytes.size()) +
-                    " bytes, the shape and datatype need " + std::to_string(numel) + " x " + std::to_string(*size));
-      t.data.assign(bytes.begin(), bytes.end());
-    }
+    fill_from_binary(t, binary.take(it->get<uint64_t>(), what), what);
     t.parameters.erase("binary_data_size");
   } else {
     if (!j.contains("data")) bad_request(what + " has neither \"data\" nor binary_data_size");
@@ -214,6 +205,17 @@ RequestedOutput parse_output(const json& j, size_t index) {
 }
 
 }  // namespace
+
+void fill_from_binary(InferTensor& t, std::string_view bytes, const std::string& what) {
+  const uint64_t numel = numel_of(t.shape, what);
+  if (t.datatype == "BYTES") return fill_strings_from_binary(t, bytes, numel, what);
+  const size_t size = datatype_size(t.datatype).value();
+  uint64_t expected;
+  if (__builtin_mul_overflow(numel, size, &expected) || expected != bytes.size())
+    bad_request(what + ": the binary data is " + std::to_string(bytes.size()) + " bytes, the shape and datatype need " +
+                std::to_string(numel) + " x " + std::to_string(size));
+  t.data.assign(bytes.begin(), bytes.end());
+}
 
 InferRequest parse_infer_request(std::string_view body, std::optional<size_t> header_length) {
   size_t json_length = header_length.value_or(body.size());
@@ -312,7 +314,9 @@ json json_data(const InferTensor& t) {
   return out;
 }
 
-std::string binary_bytes(const InferTensor& t) {
+}  // namespace
+
+std::string binary_data(const InferTensor& t) {
   if (t.datatype != "BYTES") return std::string(t.data.begin(), t.data.end());
   std::string out;
   for (const auto& s : t.strings) {
@@ -322,8 +326,6 @@ std::string binary_bytes(const InferTensor& t) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string encode_infer_response(const InferResponse& response, const InferRequest& request,
                                   std::optional<size_t>* header_length) {
@@ -339,7 +341,7 @@ std::string encode_infer_response(const InferResponse& response, const InferRequ
     json o = {{"name", t.name}, {"datatype", t.datatype}, {"shape", t.shape}};
     if (as_binary) {
       any_binary = true;
-      std::string bytes = binary_bytes(t);
+      std::string bytes = binary_data(t);
       o["parameters"] = {{"binary_data_size", bytes.size()}};
       binary += bytes;
     } else {

@@ -21,4 +21,11 @@ InferRequest parse_infer_request(std::string_view body, std::optional<size_t> he
 std::string encode_infer_response(const InferResponse& response, const InferRequest& request,
                                   std::optional<size_t>* header_length);
 
+// A tensor's elements as binary data (the binary tensor extension, gRPC's raw contents):
+// fixed-size datatypes as little-endian bytes, BYTES as each element's 4-byte little-endian
+// length followed by the element. fill_from_binary checks the size against t's shape and
+// datatype; `what` names the tensor in errors.
+void fill_from_binary(InferTensor& t, std::string_view bytes, const std::string& what);
+std::string binary_data(const InferTensor& t);
+
 }  // namespace kiln::serve

@@ -12,7 +12,7 @@ trap 'kill $server 2>/dev/null; rm -rf "$repo"' EXIT
 mkdir -p "$repo/b0/1"
 ln -s "$(realpath "$bundle")" "$repo/b0/1/model.bundle"
 [ -n "$config" ] && echo "$config" > "$repo/b0/config.json"
-"$kiln" serve --models "$repo" --http-port 0 --metrics-port 0 --device "$device" --http-threads $((connections + 8)) \
+"$kiln" serve --models "$repo" --http-port 0 --grpc-port 0 --metrics-port 0 --device "$device" --http-threads $((connections + 8)) \
   > "$repo/out" 2> "$repo/err" &
 server=$!
 for _ in $(seq 600); do grep -q "HTTP on" "$repo/out" 2>/dev/null && break; sleep 0.1; done

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "serve/http_server.h"
+#include "tests/serve/classifier_repository.h"
 #include "tests/test_support.h"
 
 namespace kiln::serve {
@@ -22,28 +23,9 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-const std::vector<std::string> kImages = {"samples/cat.png", "samples/coffee.webp", "samples/rocket.jpg"};
-
-// A repository of one classifier, built once per process: ROOT/b0/1/model.bundle.
-const std::string& repository_root() {
-  static std::string root = [] {
-    std::string r = test::binary_dir() + "/serve-test/" + std::to_string(getpid());
-    fs::create_directories(r + "/b0/1");
-    BuildOptions o;
-    o.batch_sizes = {1, 4};
-    BuildResult result;
-    Status s =
-        build(test::data_path("checkpoints/efficientnet_b0.tfhub-transplant"), r + "/b0/1/model.bundle", o, &result);
-    EXPECT_TRUE(s.ok()) << s.message();
-    return r;
-  }();
-  return root;
-}
+using test_repository::kImages;
+using test_repository::read_file;
+const std::string& repository_root() { return test_repository::root(); }
 
 std::string le32(uint32_t n) { return std::string(reinterpret_cast<const char*>(&n), 4); }
 

@@ -1,6 +1,6 @@
-// `kiln serve` as a process, queried with curl as a user would: the two commands of the README's
-// Serving section, metrics, the access log, and SIGTERM under load (every request answered or
-// refused, none failed, exit status 0).
+// `kiln serve` as a process, queried as users would: curl and the README's example script over
+// HTTP, a Python gRPC client, metrics, the access log, and SIGTERM under load (every request
+// answered or refused, none failed, exit status 0).
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 // The server process; killed if a failed check leaves it running.
 struct Process {
   pid_t pid = -1;
-  int http_port = 0, metrics_port = 0;
+  int http_port = 0, grpc_port = 0, metrics_port = 0;
   std::string first_line;
   ~Process() {
     if (pid > 0 && waitpid(pid, nullptr, WNOHANG) == 0) {
@@ -44,16 +44,17 @@ void start_server(const std::string& root, const std::string& log, Process& p) {
     dup2(out[1], 1);
     close(out[0]);
     std::string bin = test::binary_dir() + "/bin/kiln";
-    execl(bin.c_str(), bin.c_str(), "serve", "--models", root.c_str(), "--http-port", "0", "--metrics-port", "0",
-          "--device", "cpu", "--access-log", log.c_str(), static_cast<char*>(nullptr));
+    execl(bin.c_str(), bin.c_str(), "serve", "--models", root.c_str(), "--http-port", "0", "--grpc-port", "0",
+          "--metrics-port", "0", "--device", "cpu", "--access-log", log.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   close(out[1]);
   char c;
   while (read(out[0], &c, 1) == 1 && c != '\n') p.first_line += c;
   close(out[0]);
-  std::sscanf(p.first_line.c_str(), "kiln serve: %*d models; HTTP on 127.0.0.1:%d, metrics on 127.0.0.1:%d",
-              &p.http_port, &p.metrics_port);
+  std::sscanf(p.first_line.c_str(),
+              "kiln serve: %*d models; HTTP on 127.0.0.1:%d, gRPC on 127.0.0.1:%d, metrics on 127.0.0.1:%d",
+              &p.http_port, &p.grpc_port, &p.metrics_port);
 }
 
 std::string curl(const std::string& args) {
@@ -104,8 +105,27 @@ TEST(ServeCli, CurlQueriesAndSigtermFinishesInFlightWork) {
   EXPECT_NE(curl("-X POST " + base + "/v2/models/b0/infer --data-binary @" + root + "/body.bin")
                 .find("send Content-Type: application/json or application/octet-stream"),
             std::string::npos);
+  // A Python gRPC client (Debian's Python and grpcio, stubs generated from the .proto): the
+  // logits it receives are the offline classifier's, bit for bit.
+  ASSERT_GT(p.grpc_port, 0) << p.first_line;
+  ASSERT_EQ(test::run_command("/usr/bin/python3 " + test::source_dir() + "/tests/serve/grpc_python_client.py " +
+                                  test::source_dir() + "/serve/grpc 127.0.0.1:" + std::to_string(p.grpc_port) + " b0 " +
+                                  image,
+                              &answer),
+            0)
+      << answer;
+  auto py = nlohmann::json::parse(answer.substr(answer.rfind('{')));
+  std::unique_ptr<Classifier> offline;
+  ASSERT_TRUE(Classifier::load(root + "/b0/1/model.bundle", &offline, "cpu").ok());
+  std::vector<Classification> expected;
+  ASSERT_TRUE(offline->classify_files({image}, 1, &expected).ok());
+  ASSERT_EQ(py["logits"].size(), expected[0].logits.size());
+  for (size_t i = 0; i < expected[0].logits.size(); ++i)
+    ASSERT_EQ(std::strtof(py["logits"][i].get<std::string>().c_str(), nullptr), expected[0].logits[i]) << i;
+  EXPECT_NE(py["top"].get<std::string>().find(":967:espresso"), std::string::npos);
+
   std::string metrics = curl("http://127.0.0.1:" + std::to_string(p.metrics_port) + "/metrics");
-  EXPECT_NE(metrics.find("kiln_requests_total{model=\"b0\",version=\"1\",outcome=\"success\"} 1"), std::string::npos)
+  EXPECT_NE(metrics.find("kiln_requests_total{model=\"b0\",version=\"1\",outcome=\"success\"} 2\n"), std::string::npos)
       << metrics;
 
   // Load from 8 clients, then SIGTERM: each request gets 200 or no connection, never an error status.
