@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "serve/auth.h"
 #include "serve/infer_json.h"
 
 namespace kiln::serve {
@@ -55,13 +56,6 @@ void guarded(Response& res, F&& f) {
   } catch (const std::exception& e) {
     reply_error(res, 500, e.what());
   }
-}
-
-// Constant-time comparison of the bearer token.
-bool same_token(const std::string& a, const std::string& b) {
-  unsigned diff = a.size() != b.size();
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
 }
 
 json tensor_metadata(const std::vector<TensorMetadata>& ts) {
@@ -120,7 +114,7 @@ HttpServer::HttpServer(Repository* repository, Metrics* metrics, HttpOptions opt
       return refuse(415, "compressed request bodies are not accepted");
     bool open = req.path.rfind("/v2/health/", 0) == 0;
     if (options_.auth_token.empty() || open) return httplib::Server::HandlerResponse::Unhandled;
-    if (same_token(req.get_header_value("Authorization"), "Bearer " + options_.auth_token))
+    if (bearer_token_matches(req.get_header_value("Authorization"), options_.auth_token))
       return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("WWW-Authenticate", "Bearer");
     return refuse(401, "a valid bearer token is required");

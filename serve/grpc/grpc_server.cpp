@@ -9,6 +9,7 @@
 #include "core/checked_math.h"
 #include "core/error.h"
 #include "grpc_service.grpc.pb.h"
+#include "serve/auth.h"
 #include "serve/infer_json.h"
 
 namespace kiln::serve {
@@ -249,11 +250,8 @@ class GrpcServer::Service final : public inference::GRPCInferenceService::Servic
     if (token_.empty()) return std::nullopt;
     const auto& md = context->client_metadata();
     auto it = md.find("authorization");
-    std::string given = it == md.end() ? "" : std::string(it->second.data(), it->second.size());
-    const std::string want = "Bearer " + token_;
-    unsigned diff = given.size() != want.size();
-    for (size_t i = 0; i < given.size() && i < want.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ want[i]);
-    if (diff == 0) return std::nullopt;
+    std::string_view given = it == md.end() ? "" : std::string_view(it->second.data(), it->second.size());
+    if (bearer_token_matches(given, token_)) return std::nullopt;
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "a valid bearer token is required");
   }
 
