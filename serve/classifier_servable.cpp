@@ -4,8 +4,6 @@
 // turns into labelled top-k strings. Images are decoded and preprocessed while admitting, in the
 // clients' threads; the batch's thread only runs the network (the same preprocessing and engine
 // call as kiln::Classifier, so a batch's logits are its logits bit for bit).
-#include <cmath>
-
 #include "api/model_info.h"
 #include "bundle/bundle.h"
 #include "core/error.h"
@@ -50,11 +48,9 @@ class ClassifierServable : public Servable {
       // One image decoded at a time: each may hold max_pixels, not all of them together.
       const InferTensor& encoded = *r.input("image");
       std::vector<float> pixels(per_image * a.batch);
-      for (size_t i = 0; i < encoded.strings.size(); ++i) {
-        InferTensor one{"image", "BYTES", {1}, {}, {encoded.strings[i]}, nlohmann::json::object()};
-        Image image = std::move(decode_images(one, max_pixels_).at(0));
-        classification::preprocess(image, model_->preprocess_config(), pixels.data() + i * per_image);
-      }
+      for (size_t i = 0; i < encoded.strings.size(); ++i)
+        classification::preprocess(decode_encoded_image(encoded.strings[i], i, max_pixels_),
+                                   model_->preprocess_config(), pixels.data() + i * per_image);
       a.prepared = std::make_shared<const std::vector<float>>(std::move(pixels));
       return a;
     }
@@ -84,7 +80,11 @@ class ClassifierServable : public Servable {
     const int64_t n = info_.num_classes;
     std::vector<float> logits(rows * n);
     model_->run(pixels.data(), static_cast<int>(rows), logits.data());
-    std::vector<float> probs = softmax_rows(logits, n);
+    std::vector<float> probs;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<float> p = classification::softmax(logits.data() + r * n, static_cast<int>(n));
+      probs.insert(probs.end(), p.begin(), p.end());
+    }
     std::vector<std::vector<InferTensor>> results;
     int64_t row = 0;
     for (const Work& w : batch) {
@@ -97,19 +97,6 @@ class ClassifierServable : public Servable {
   }
 
  private:
-  static std::vector<float> softmax_rows(const std::vector<float>& logits, int64_t n) {
-    std::vector<float> p(logits.size());
-    for (size_t r = 0; n > 0 && r < logits.size() / n; ++r) {
-      const float* x = logits.data() + r * n;
-      float m = x[0];
-      for (int64_t c = 1; c < n; ++c) m = std::max(m, x[c]);
-      double sum = 0;
-      for (int64_t c = 0; c < n; ++c) sum += std::exp(static_cast<double>(x[c]) - m);
-      for (int64_t c = 0; c < n; ++c) p[r * n + c] = static_cast<float>(std::exp(static_cast<double>(x[c]) - m) / sum);
-    }
-    return p;
-  }
-
   std::unique_ptr<classification::ImageClassifier> model_;
   ModelInfo info_;
   uint64_t max_pixels_;

@@ -127,17 +127,20 @@ InferTensor bytes_tensor(std::string name, std::vector<int64_t> shape, std::vect
   return InferTensor{std::move(name), "BYTES", std::move(shape), {}, std::move(values), nlohmann::json::object()};
 }
 
+Image decode_encoded_image(std::string_view bytes, size_t index, uint64_t max_pixels) {
+  try {
+    return decode_image(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
+                        "image " + std::to_string(index), false, max_pixels);
+  } catch (const Error& e) {
+    bad_request(e.what());
+  }
+}
+
 std::vector<Image> decode_images(const InferTensor& images, uint64_t max_pixels) {
   std::vector<Image> out;
   uint64_t left = max_pixels;
   for (size_t k = 0; k < images.strings.size(); ++k) {
-    const std::string& s = images.strings[k];
-    try {
-      out.push_back(decode_image(std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()),
-                                 "image " + std::to_string(k), false, left));
-    } catch (const Error& e) {
-      bad_request(e.what());
-    }
+    out.push_back(decode_encoded_image(images.strings[k], k, left));
     left -= static_cast<uint64_t>(out.back().width) * out.back().height;
   }
   return out;

@@ -7,6 +7,7 @@
 #include <any>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/kiln.h"
@@ -93,5 +94,7 @@ InferTensor bytes_tensor(std::string name, std::vector<int64_t> shape, std::vect
 // Decodes the encoded images of a BYTES input, refusing (from their headers) images that together
 // hold more than max_pixels; throws ServeError(BadRequest) naming the one that fails.
 std::vector<Image> decode_images(const InferTensor& images, uint64_t max_pixels);
+// One of them, the index-th, on its own.
+Image decode_encoded_image(std::string_view bytes, size_t index, uint64_t max_pixels);
 
 }  // namespace kiln::serve

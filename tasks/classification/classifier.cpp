@@ -8,19 +8,26 @@
 
 namespace kiln::classification {
 
-std::vector<Scored> top_k(const float* logits, int classes, int k) {
+std::vector<float> softmax(const float* logits, int classes) {
   double max = logits[0];
   for (int i = 1; i < classes; ++i) max = std::max(max, static_cast<double>(logits[i]));
   double sum = 0;
   std::vector<double> e(classes);
   for (int i = 0; i < classes; ++i) sum += e[i] = std::exp(logits[i] - max);
+  std::vector<float> p(classes);
+  for (int i = 0; i < classes; ++i) p[i] = static_cast<float>(e[i] / sum);
+  return p;
+}
+
+std::vector<Scored> top_k(const float* logits, int classes, int k) {
+  const std::vector<float> p = softmax(logits, classes);
   std::vector<int> idx(classes);
   for (int i = 0; i < classes; ++i) idx[i] = i;
   k = std::clamp(k, 0, classes);
   std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
                     [&](int a, int b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
   std::vector<Scored> out;
-  for (int i = 0; i < k; ++i) out.push_back({idx[i], static_cast<float>(e[idx[i]] / sum)});
+  for (int i = 0; i < k; ++i) out.push_back({idx[i], p[idx[i]]});
   return out;
 }
 

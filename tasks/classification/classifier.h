@@ -19,7 +19,9 @@ struct Scored {
   float probability;
 };
 
-// Softmax in double over one row of logits; returns the k most probable classes, best first.
+// Softmax in double over one row of logits, rounded to float.
+std::vector<float> softmax(const float* logits, int classes);
+// The k most probable classes of one row of logits, best first, with their softmax.
 std::vector<Scored> top_k(const float* logits, int classes, int k);
 
 class ImageClassifier {
