@@ -13,8 +13,8 @@
 #include "backends/engine.h"
 #include "bundle/bundle.h"
 #include "checkpoints/safetensors.h"
-#include "graph/builder.h"
 #include "tests/test_support.h"
+#include "tests/token_graph.h"
 
 namespace kiln {
 namespace {
@@ -241,22 +241,7 @@ namespace {
 // A graph with an integer input and two outputs (f32 logits and i64 token ids) end to end
 // through `kiln run`: safetensors in, safetensors out, the same numbers as the engine.
 TEST(Cli, RunsAnyGraphOnSafetensors) {
-  ModelDefinition def;
-  def.family = "test";
-  def.architecture = "tokens";
-  def.task = "test";
-  {
-    GraphBuilder b(def);
-    Tensor table({7, 4}), head({5, 4});
-    for (size_t i = 0; i < table.data.size(); ++i) table.data[i] = 0.1f * static_cast<float>((i * 5) % 11) - 0.5f;
-    for (size_t i = 0; i < head.data.size(); ++i) head.data[i] = 0.3f * static_cast<float>((i * 3) % 7) - 0.9f;
-    const int ids = b.input("ids", DType::I64, {{0, "batch"}, {0, "seq"}});
-    const int x = b.op("gather", "embed", {b.weight("embed.weight", table), ids});
-    const int logits = b.linear(x, "head", head, Tensor{});
-    b.output("logits", logits);
-    b.output("tokens", b.op("argmax", "pick", {logits}, {{"axis", int64_t{-1}}}));
-  }
-  def.task_config = {{"graph", "main"}};
+  const ModelDefinition def = test::token_model();
   const std::string bundle = work_dir() + "/tokens.bundle", in = work_dir() + "/ids.safetensors",
                     out_path = work_dir() + "/out.safetensors";
   write_bundle(bundle, def, BuildInfo{});

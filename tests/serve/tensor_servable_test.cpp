@@ -9,33 +9,14 @@
 
 #include "backends/engine.h"
 #include "bundle/bundle.h"
-#include "graph/builder.h"
 #include "serve/batcher.h"
 #include "tests/test_support.h"
+#include "tests/token_graph.h"
 
 namespace kiln::serve {
 namespace {
 
 namespace fs = std::filesystem;
-
-// ids [batch, seq] (int64) -> embedding -> linear: "logits" [batch, seq, 5] and "tokens" [batch, seq].
-ModelDefinition token_model() {
-  ModelDefinition def;
-  def.family = "test";
-  def.architecture = "tokens";
-  def.task = "test";
-  GraphBuilder b(def);
-  Tensor table({7, 4}), head({5, 4});
-  for (size_t i = 0; i < table.data.size(); ++i) table.data[i] = 0.1f * static_cast<float>((i * 5) % 11) - 0.5f;
-  for (size_t i = 0; i < head.data.size(); ++i) head.data[i] = 0.3f * static_cast<float>((i * 3) % 7) - 0.9f;
-  const int ids = b.input("ids", DType::I64, {{0, "batch"}, {0, "seq"}});
-  const int x = b.op("gather", "embed", {b.weight("embed.weight", table), ids});
-  const int logits = b.linear(x, "head", head, Tensor{});
-  b.output("logits", logits);
-  b.output("tokens", b.op("argmax", "pick", {logits}, {{"axis", int64_t{-1}}}));
-  def.task_config = {{"graph", "main"}};
-  return def;
-}
 
 std::shared_ptr<InferRequest> ids_request(std::vector<int64_t> shape, std::vector<int64_t> ids) {
   auto r = std::make_shared<InferRequest>();
@@ -49,7 +30,7 @@ std::shared_ptr<InferRequest> ids_request(std::vector<int64_t> shape, std::vecto
 TEST(TensorServable, StacksRequestsAndSplitsTheOutputsBack) {
   const std::string dir = test::binary_dir() + "/serve-tensor-test/" + std::to_string(getpid());
   fs::create_directories(dir);
-  const ModelDefinition def = token_model();
+  const ModelDefinition def = test::token_model();
   write_bundle(dir + "/tokens.bundle", def, BuildInfo{});
   std::vector<std::unique_ptr<Servable>> instances;
   instances.push_back(load_servable(dir + "/tokens.bundle", {"cpu", 1}));
