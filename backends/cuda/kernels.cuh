@@ -70,7 +70,7 @@ struct DepthwiseArgs {
   const void* x = nullptr;  // __half, or E4M3 bytes when x_mode is E4M3
   DepthwiseInput x_mode = DepthwiseInput::F16;
   float x_scale = 1.0f, x_inv_scale = 1.0f;
-  const __half* w = nullptr;  // [k * k, c]
+  const float* w = nullptr;  // [k * k, c]
   const float* bias = nullptr;
   __half* y = nullptr;
   float* pool = nullptr;    // [batch, c], zeroed: receives the mean of y over oh x ow
@@ -79,16 +79,22 @@ struct DepthwiseArgs {
   Act act = Act::None;
 };
 bool depthwise_supported(int kernel, int stride, int channels);
-void launch_depthwise(const DepthwiseArgs& args, cudaStream_t stream);
+// Variants (depthwise_conv.cu says how they differ); the planner times them per layer and batch.
+// 0, the strip kernel, runs every supported layer and is the default.
+inline constexpr int kDepthwiseVariants = 5;
+const char* depthwise_variant_name(int variant);
+bool depthwise_variant_supports(const DepthwiseArgs& args, int variant);
+void launch_depthwise(const DepthwiseArgs& args, int variant, cudaStream_t stream);
 
 // Two dense layers on few rows (squeeze-excite's, on pooled means): y = act2(w2 act1(w1 x + b1)
-// + b2) + residual, per row. x, y and residual are f32 or f16; biases optional.
+// + b2) + residual, per row. x, y and residual are f32 or f16; biases optional. The weights'
+// rows are padded with zeros to a multiple of 4 floats (mlp_padded), for 16-byte loads.
 struct MlpArgs {
   const void* x = nullptr;  // [rows, k]
   bool x_f32 = true;
-  const float* w1 = nullptr;  // [h, k]
+  const float* w1 = nullptr;  // [h, mlp_padded(k)]
   const float* b1 = nullptr;
-  const float* w2 = nullptr;  // [h, n]: transposed, so that threads over n read consecutive words
+  const float* w2 = nullptr;  // [n, mlp_padded(h)]
   const float* b2 = nullptr;
   const void* residual = nullptr;  // [rows, n], y's type
   void* y = nullptr;               // [rows, n]
@@ -96,9 +102,14 @@ struct MlpArgs {
   int rows = 0, k = 0, h = 0, n = 0;
   Act act1 = Act::None, act2 = Act::None;
 };
-// k + h floats must fit the kernel's shared memory.
+__host__ __device__ constexpr int mlp_padded(int n) { return (n + 3) / 4 * 4; }
 bool mlp_supported(int k, int h);
-void launch_mlp(const MlpArgs& args, cudaStream_t stream);
+// Variants: rows per block (1, 2, 4, 8), which share each weight load; more rows mean fewer
+// blocks. The planner times them per layer and batch.
+inline constexpr int kMlpVariants = 4;
+const char* mlp_variant_name(int variant);
+bool mlp_variant_supports(const MlpArgs& args, int variant);
+void launch_mlp(const MlpArgs& args, int variant, cudaStream_t stream);
 
 // Direct conv on the graph's fp32 NCHW input (the stem), writing fp16 NHWC: the layout change and
 // the cast are folded into it. c_out a multiple of 8.

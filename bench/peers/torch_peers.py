@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Times timm efficientnet_b0 in PyTorch on the GPU, the peers kiln is compared with.
+"""Times a timm EfficientNet in PyTorch on the GPU, the peers kiln is compared with.
 
-fp16, channels_last, input already on the GPU, the same weights as the kiln bundle (loaded from
-the same Hugging Face checkpoint folder). Modes:
+fp16, channels_last, input already on the GPU at the model's resolution (config.json's
+pretrained_cfg, else 224), the same weights as the kiln bundle (loaded from the same Hugging Face
+checkpoint folder). Modes:
   eager         plain calls
   graph         the forward captured in a torch.cuda.CUDAGraph, replayed
   compile       torch.compile(mode="reduce-overhead") (inductor + CUDA graphs)
@@ -27,7 +28,8 @@ def load_model(checkpoint):
     config = json.load(open(f"{checkpoint}/config.json"))
     model = timm.create_model(config["architecture"], pretrained=False, num_classes=config.get("num_classes", 1000))
     model.load_state_dict(safetensors.torch.load_file(f"{checkpoint}/model.safetensors"))
-    return model.cuda().half().eval().to(memory_format=torch.channels_last)
+    size = config.get("pretrained_cfg", {}).get("input_size", [3, 224, 224])[1]
+    return model.cuda().half().eval().to(memory_format=torch.channels_last), size
 
 
 def time_calls(fn, warmup, samples, calls):
@@ -81,17 +83,17 @@ def main():
     p.add_argument("--calls", type=int, default=20)
     args = p.parse_args()
     torch.backends.cudnn.benchmark = True
-    model = load_model(args.checkpoint)
+    model, size = load_model(args.checkpoint)
     for mode in args.modes.split(","):
         for batch in [int(b) for b in args.batch.split(",")]:
-            x = torch.randn(batch, 3, 224, 224, device="cuda").half().to(memory_format=torch.channels_last)
+            x = torch.randn(batch, 3, size, size, device="cuda").half().to(memory_format=torch.channels_last)
             t0 = time.time()
             with torch.inference_mode():
                 fn = runner(model, mode, x)
                 fn()
                 setup_s = time.time() - t0
                 result = time_calls(fn, args.warmup, args.samples, args.calls)
-            result.update({"peer": f"torch {torch.__version__}", "mode": mode, "batch": batch,
+            result.update({"peer": f"torch {torch.__version__}", "mode": mode, "batch": batch, "input": size,
                            "setup_s": round(setup_s, 1), "gpu": torch.cuda.get_device_name()})
             print(json.dumps(result), flush=True)
             torch._dynamo.reset()

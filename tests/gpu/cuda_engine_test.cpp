@@ -105,7 +105,7 @@ TEST(CudaEngine, EveryGemmVariantMatchesCpu) {
     if (variant == "gemv") continue;  // hundreds of rows here: SmallLinearChains covers it
     auto gpu = forced.forced(variant);
     const std::vector<float> b = test::logits(*gpu, input);
-    EXPECT_EQ(test::ForcedVariants::first_choice(*gpu, sizes), variant) << "the forced plan was not used";
+    EXPECT_GE(test::ForcedVariants::taken(*gpu, sizes, variant), 1) << "the forced plan was not used";
     EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant;
   }
 }
@@ -137,8 +137,76 @@ TEST(CudaEngine, ImplicitGemmConvsMatchCpuWithEveryTile) {
     if (variant.rfind("mma_", 0) != 0) continue;  // the only tiles an implicit GEMM runs on
     auto gpu = forced.forced(variant);
     const std::vector<float> b = test::logits(*gpu, input);
-    EXPECT_EQ(test::ForcedVariants::first_choice(*gpu, sizes), variant) << "the forced plan was not used";
+    EXPECT_GE(test::ForcedVariants::taken(*gpu, sizes, variant), 1) << "the forced plan was not used";
     EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant;
+  }
+}
+
+// Each depthwise variant forced on every depthwise layer that can take it: every kernel size and
+// stride the kernels take, channel counts that give the tile kernels 1, 2 and 8 groups per block,
+// with and without the squeeze-excite mean, maps that are not a multiple of any tile, batch 1
+// and 3.
+TEST(CudaEngine, EveryDepthwiseVariantMatchesCpu) {
+  REQUIRE_GPU();
+  const std::vector<std::string> variants = {"dw_strip", "dw_tile_16x16", "dw_tile_8x16", "dw_tile_8x8", "dw_tile_4x8"};
+  for (auto [k, stride] : {std::pair{3, 1}, std::pair{3, 2}, std::pair{5, 1}, std::pair{5, 2}, std::pair{7, 1}})
+    for (int c : {8, 48, 64}) {
+      GraphMaker g(31 + k + c);
+      int x = g.input(3);
+      x = g.conv(x, c, 3, 1, false, Activation::SiLU);
+      x = g.conv(x, c, k, stride, true, Activation::SiLU);  // + the SE mean
+      x = g.squeeze_excite(x, 8);
+      x = g.conv(x, 64, 1, 1, false, Activation::None);
+      x = g.conv(x, 64, 3, 1, true, Activation::ReLU);  // no mean (a 1x1 conv reads it); takes every variant
+      x = g.conv(x, 24, 1, 1, false, Activation::SiLU);
+      x = g.flatten(g.pool(x));
+      x = g.linear(x, 10, Activation::None);
+      g.finish(x);
+      for (auto [batch, h, w] : {std::tuple{1, 37, 45}, std::tuple{3, 70, 33}}) {
+        const Bindings sizes = image_sizes(batch, h, w);
+        const test::ForcedVariants forced(g.def, sizes);
+        const Tensor input = test::random_input(g.def, batch, h, w, 17);
+        const std::vector<float> a = test::logits(*test::engine(g.def, "cpu"), input);
+        for (const std::string& variant : variants) {
+          auto gpu = forced.forced(variant);
+          const std::vector<float> b = test::logits(*gpu, input);
+          EXPECT_GE(test::ForcedVariants::taken(*gpu, sizes, variant), 1)
+              << "the forced plan was not used: " << variant;
+          EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3)
+              << variant << " k" << k << " s" << stride << " c" << c << " batch " << batch << " " << h << "x" << w;
+        }
+      }
+    }
+}
+
+// Squeeze-excite's two small layers (one mlp kernel) with each rows-per-block variant forced:
+// channels and hidden units that are not multiples of the kernel's 4-float loads, a batch that
+// is not a multiple of the rows per block, two squeeze-excites in a row.
+TEST(CudaEngine, EveryMlpVariantMatchesCpu) {
+  REQUIRE_GPU();
+  GraphMaker g(41);
+  int x = g.input(3);
+  x = g.conv(x, 18, 3, 2, false, Activation::SiLU);
+  x = g.squeeze_excite(x, 5);
+  x = g.conv(x, 48, 1, 1, false, Activation::SiLU);
+  x = g.conv(x, 48, 3, 1, true, Activation::SiLU);
+  x = g.squeeze_excite(x, 12);
+  x = g.conv(x, 16, 1, 1, false, Activation::None);
+  x = g.flatten(g.pool(x));
+  x = g.linear(x, 10, Activation::None);
+  g.finish(x);
+  for (int batch : {1, 9}) {
+    const Bindings sizes = image_sizes(batch, 35, 33);
+    const test::ForcedVariants forced(g.def, sizes);
+    const Tensor input = test::random_input(g.def, batch, 35, 33, 23);
+    const std::vector<float> a = test::logits(*test::engine(g.def, "cpu"), input);
+    for (const std::string variant : {"mlp_rows1", "mlp_rows2", "mlp_rows4", "mlp_rows8"}) {
+      auto gpu = forced.forced(variant);
+      const std::vector<float> b = test::logits(*gpu, input);
+      EXPECT_EQ(test::ForcedVariants::taken(*gpu, sizes, variant), batch == 1 && variant != "mlp_rows1" ? 0 : 2)
+          << variant << " batch " << batch;
+      EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant << " batch " << batch;
+    }
   }
 }
 

@@ -152,12 +152,12 @@ class ForcedVariants {
     for (auto& [node, v] : plans["cuda"]["plans"][key_].items()) v = variant;
     return engine(def_, "cuda", plans);
   }
-  // The variant a forced engine reports for its first node (in run order) with variants.
-  static std::string first_choice(Engine& e, const Bindings& sizes) {
+  // How many nodes of a forced engine run `variant` (the others cannot take it).
+  static int taken(Engine& e, const Bindings& sizes, const std::string& variant) {
     const nlohmann::json choices = e.export_plans().at("cuda").at("plans").at(to_string(sizes));
-    for (const Node& n : e.executed().nodes())
-      if (choices.contains(n.name)) return choices[n.name];
-    return "";
+    int count = 0;
+    for (const auto& [node, v] : choices.items()) count += v == variant;
+    return count;
   }
 
  private:

@@ -1,11 +1,11 @@
 // conv2d on the GPU. Three fast kernels take the forms image networks are made of, with their
 // neighbours fused in by the rewrites: a 1x1 conv is a tensor-core GEMM (gemm.cu, gemm_mma.cu:
 // tile variants timed per layer and batch; squeeze-excite gate on the input, residual, f32 or
-// E4M3 output, FP8), a depthwise conv its own kernel (depthwise_conv.cu: SE mean on the side,
-// FP8 input), the first conv on the f32 NCHW input the stem kernel (stem_conv.cu), a dense k x k
-// conv the same tensor-core GEMM reading its input through an im2col view (an implicit GEMM:
-// gemm_mma.cu). Any other conv runs the direct kernel (conv_direct.cu), which takes every form in
-// f32 and f16.
+// E4M3 output, FP8), a depthwise conv its own kernels (depthwise_conv.cu: strip and shared-memory
+// tile variants timed the same way; SE mean on the side, FP8 input), the first conv on the f32 NCHW input the stem
+// kernel (stem_conv.cu), a dense k x k conv the same tensor-core GEMM reading its input through an im2col view (an
+// implicit GEMM: gemm_mma.cu). Any other conv runs the direct kernel (conv_direct.cu), which takes every form in f32
+// and f16.
 #include <cmath>
 
 #include "backends/cuda/conv_direct.cuh"
@@ -131,7 +131,7 @@ class Conv2dKernel : public Kernel {
         std::vector<float> t(w.size());  // [c, kh, kw, 1] -> [kh * kw, c]
         for (int ch = 0; ch < o; ++ch)
           for (int p = 0; p < kk; ++p) t[static_cast<size_t>(p) * o + ch] = w[static_cast<size_t>(ch) * kk + p];
-        weight_ = c.weights.add_f16(t);
+        weight_ = c.weights.add_f32(t);
         break;
       }
       case ConvPath::Stem: {
@@ -149,10 +149,16 @@ class Conv2dKernel : public Kernel {
     }
   }
 
-  int variants() const override { return gemm() ? cuda::kGemmVariants : 1; }
-  std::string variant_name(int v) const override { return gemm() ? cuda::gemm_variant_name(v) : "default"; }
+  int variants() const override {
+    return gemm() ? cuda::kGemmVariants : path_ == ConvPath::Depthwise ? cuda::kDepthwiseVariants : 1;
+  }
+  std::string variant_name(int v) const override {
+    if (gemm()) return cuda::gemm_variant_name(v);
+    return path_ == ConvPath::Depthwise ? cuda::depthwise_variant_name(v) : "default";
+  }
   bool variant_runs(const KernelArgs& a, int v) const override {
-    return !gemm() || cuda::gemm_variant_supports(gemm_args(a), v);
+    if (gemm()) return cuda::gemm_variant_supports(gemm_args(a), v);
+    return path_ != ConvPath::Depthwise || cuda::depthwise_variant_supports(depthwise_args(a), v);
   }
   int default_variant(const KernelArgs& a) const override {
     return gemm() ? cuda::gemm_default_variant(gemm_args(a)) : 0;
@@ -181,26 +187,9 @@ class Conv2dKernel : public Kernel {
       case ConvPath::ImplicitGemm:
         cuda::launch_gemm(gemm_args(a), variant, s);
         return;
-      case ConvPath::Depthwise: {
-        cuda::DepthwiseArgs d;
-        fill_geometry(d, geo);
-        d.x = a.inputs[X].data;
-        if (f_.p.fp8_input()) {
-          d.x_mode = f_.x == DType::F8E4M3 ? cuda::DepthwiseInput::E4M3 : cuda::DepthwiseInput::F16ToE4M3;
-          d.x_scale = f_.p.input_scale;
-          d.x_inv_scale = 1.0f / f_.p.input_scale;  // as the CPU backend rounds x * (1 / scale)
-        }
-        d.w = weights_.get<__half>(weight_);
-        d.bias = bias();
-        d.y = a.outputs[0].as<__half>();
-        if (f_.p.mean_output) {
-          d.pool = a.outputs[1].as<float>();
-          d.pool_scale = 1.0f / (static_cast<float>(geo.oh) * geo.ow);
-        }
-        d.c = geo.c;
-        cuda::launch_depthwise(d, s);
+      case ConvPath::Depthwise:
+        cuda::launch_depthwise(depthwise_args(a), variant, s);
         return;
-      }
       case ConvPath::Stem: {
         cuda::StemArgs st;
         fill_geometry(st, geo);
@@ -266,6 +255,27 @@ class Conv2dKernel : public Kernel {
     d.pad_top = g.pad_top;
     d.pad_left = g.pad_left;
     d.act = to_cuda(f_.p.act);
+  }
+
+  cuda::DepthwiseArgs depthwise_args(const KernelArgs& a) const {
+    const ConvGeometry geo = conv2d_geometry(f_.p, a.inputs[X].shape, f_.w, *a.node);
+    cuda::DepthwiseArgs d;
+    fill_geometry(d, geo);
+    d.x = a.inputs[X].data;
+    if (f_.p.fp8_input()) {
+      d.x_mode = f_.x == DType::F8E4M3 ? cuda::DepthwiseInput::E4M3 : cuda::DepthwiseInput::F16ToE4M3;
+      d.x_scale = f_.p.input_scale;
+      d.x_inv_scale = 1.0f / f_.p.input_scale;  // as the CPU backend rounds x * (1 / scale)
+    }
+    d.w = weights_.get<float>(weight_);
+    d.bias = bias();
+    d.y = a.outputs[0].as<__half>();
+    if (f_.p.mean_output) {
+      d.pool = a.outputs[1].as<float>();
+      d.pool_scale = 1.0f / (static_cast<float>(geo.oh) * geo.ow);
+    }
+    d.c = geo.c;
+    return d;
   }
 
   cuda::GemmArgs gemm_args(const KernelArgs& a) const {

@@ -4,6 +4,7 @@
 // writing a scratch buffer whose valid columns are then copied out. Any other layer runs the
 // small dense kernel (one thread per output). An mlp (two layers on few rows: squeeze-excite)
 // is one kernel (mlp.cu).
+#include <algorithm>
 #include <optional>
 
 #include "backends/cuda/cuda_check.h"
@@ -175,18 +176,28 @@ class MlpKernel : public Kernel {
     args_.x_f32 = input_dtype(g, n, X) == DType::F32;
     args_.y_f32 = output_dtypes(g, n)[0] == DType::F32;
     auto constant = [&](int slot) { return c.constants(g.values()[n.inputs[slot]].name).to_f32(); };
-    w1_ = c.weights.add_f32(constant(W1));
-    const std::vector<float> w2v = constant(W2);  // [n, h] -> [h, n]
-    std::vector<float> w2t(w2v.size());
-    for (int o = 0; o < args_.n; ++o)
-      for (int j = 0; j < args_.h; ++j)
-        w2t[static_cast<size_t>(j) * args_.n + o] = w2v[static_cast<size_t>(o) * args_.h + j];
-    w2_ = c.weights.add_f32(w2t);
+    w1_ = c.weights.add_f32(padded_rows(constant(W1), args_.h, args_.k));
+    w2_ = c.weights.add_f32(padded_rows(constant(W2), args_.n, args_.h));
     if (n.input(B1) >= 0) b1_ = c.weights.add_f32(constant(B1));
     if (n.input(B2) >= 0) b2_ = c.weights.add_f32(constant(B2));
   }
   bool packs_input(int slot) const override { return slot != mlp_input::X && slot != mlp_input::Residual; }
-  void run(const KernelArgs& a, int) override {
+  int variants() const override { return cuda::kMlpVariants; }
+  std::string variant_name(int v) const override { return cuda::mlp_variant_name(v); }
+  bool variant_runs(const KernelArgs& a, int v) const override { return cuda::mlp_variant_supports(args(a), v); }
+  void run(const KernelArgs& a, int variant) override { cuda::launch_mlp(args(a), variant, stream_of(a)); }
+
+ private:
+  // [rows, cols] -> [rows, cols rounded up to 4], zero-filled: the kernel's 16-byte loads.
+  static std::vector<float> padded_rows(const std::vector<float>& w, int rows, int cols) {
+    const int stride = cuda::mlp_padded(cols);
+    std::vector<float> out(static_cast<size_t>(rows) * stride, 0.0f);
+    for (int r = 0; r < rows; ++r)
+      std::copy_n(w.begin() + static_cast<ptrdiff_t>(r) * cols, cols, out.begin() + static_cast<ptrdiff_t>(r) * stride);
+    return out;
+  }
+
+  cuda::MlpArgs args(const KernelArgs& a) const {
     using namespace mlp_input;
     cuda::MlpArgs m = args_;
     m.x = a.inputs[X].data;
@@ -197,10 +208,9 @@ class MlpKernel : public Kernel {
     m.residual = a.inputs.size() > Residual ? a.inputs[Residual].data : nullptr;
     m.y = a.outputs[0].data;
     m.rows = static_cast<int>(a.inputs[X].numel() / m.k);
-    cuda::launch_mlp(m, stream_of(a));
+    return m;
   }
 
- private:
   CudaWeights& weights_;
   cuda::MlpArgs args_;
   size_t w1_ = 0, w2_ = 0;
