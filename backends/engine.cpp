@@ -437,6 +437,8 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
       double best = 1e30;
       for (int v = 0; v < kernels[i]->variants(); ++v) {
         if (!runs(i, v)) continue;
+        // Outputs a kernel accumulates into (a squeeze-excite mean) grow over these runs:
+        // the timings do not depend on the values, and every execute() zeroes them first.
         kernels[i]->run(plan.args[i], v);  // warm up
         const double ms = primary().time_ms([&] {
           for (int r = 0; r < 10; ++r) kernels[i]->run(plan.args[i], v);

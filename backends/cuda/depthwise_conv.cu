@@ -7,8 +7,8 @@
 //
 // Two kernels, timed per layer and batch by the planner (variants):
 // - strip: each thread reads its inputs straight from global memory. Neighbouring strips and
-//   rows read the same input again (through L1/L2: K * (kStrip * S + K - 1) / kStrip reads per
-//   output, 4.5 at 3x3 and 10 at 5x5), but there is no staging.
+//   rows read the same input again (through L1/L2: K * ((kStrip - 1) * S + K) / kStrip reads per
+//   output, 4.5 at 3x3 and 10 at 5x5 with stride 1), but there is no staging.
 // - tile: a block stages a 2-D input tile with its halo in shared memory for a tile of outputs
 //   and a slice of channels, then every thread computes its strip from shared memory. Global
 //   reads fall to about one per input (plus the halo).
@@ -261,10 +261,10 @@ __global__ void depthwise_tile_kernel(DepthwiseArgs p, TileShape t) {
     }
     store_strip<kMode>(p, n, oy, ox, c0, acc, pool);
   }
+  // The sums of one channel group: across the warp's lanes of that group (a warp holds
+  // 32 / groups of them; blocks are whole warps), then across warps in shared memory (after
+  // the tile), then one atomicAdd per channel and block.
   if (!p.pool) return;
-    // The sums of one channel group: across the warp's lanes of that group (a warp holds
-    // 32 / groups of them; blocks are whole warps), then across warps in shared memory (after
-    // the tile), then one atomicAdd per channel and block.
 #pragma unroll
   for (int e = 0; e < 8; ++e)
     for (int off = t.groups; off < 32; off *= 2) pool[e] += __shfl_xor_sync(0xffffffffu, pool[e], off);
@@ -281,8 +281,9 @@ __global__ void depthwise_tile_kernel(DepthwiseArgs p, TileShape t) {
   }
 }
 
-// The tile variants: output rows x strips, and channel groups of 8 per block (fewer where the
-// channels do not divide). Bigger tiles waste less of the halo; smaller ones make more blocks.
+// The tile variants: output rows x strips of kStrip, and how many groups of 8 channels a block
+// takes (halved until they divide the layer's groups). Bigger tiles waste less of the halo;
+// smaller ones make more blocks.
 struct TileVariant {
   const char* name;
   int rows, strips, groups;

@@ -9,6 +9,7 @@ set -uo pipefail
 stage=${1:?usage: run-sizes.sh STAGE OUT}
 OUT=${2:?usage: run-sizes.sh STAGE OUT}
 mkdir -p /tmp/k "$OUT"
+rm -f "$OUT"/sizes_*.jsonl  # one run's rows per folder
 [ -x /tmp/k/bin/kiln ] || tar -xJf "$stage/kiln.tar.xz" -C /tmp/k
 export LD_LIBRARY_PATH=/tmp/k/lib:/usr/local/cuda/lib64 KILN_PROGRESS=0
 K=/tmp/k/bin/kiln
@@ -21,7 +22,10 @@ for arch in $archs; do
   d=/tmp/sizes/$arch
   echo "== $arch"
   start=$(date +%s%N)
-  $K build "$d" -o "$d/planned-fp16.bundle" --precision fp16 --batch "$batch" >/dev/null 2>&1
+  if ! $K build "$d" -o "$d/planned-fp16.bundle" --precision fp16 --batch "$batch" >/dev/null; then
+    echo "$arch: kiln build failed" >&2
+    continue
+  fi
   echo "{\"arch\": \"$arch\", \"build_ms\": $((($(date +%s%N) - start) / 1000000))}" | tee -a "$OUT/sizes_build.jsonl"
   timeout 120 $K bench "$d/planned-fp16.bundle" --batch "$batch" --iters 100 --warmup 300 --json --profile --plan |
     sed "s|^|{\"arch\": \"$arch\", \"run\": |; s|$|}|" >> "$OUT/sizes_kiln.jsonl"

@@ -143,7 +143,7 @@ TEST(CudaEngine, ImplicitGemmConvsMatchCpuWithEveryTile) {
 }
 
 // Each depthwise variant forced on every depthwise layer that can take it: every kernel size and
-// stride the kernels take, channel counts that give the tile kernels 1, 2 and 8 groups per block,
+// stride the kernels take, channel counts that give the tile kernels 1 to 8 groups per block,
 // with and without the squeeze-excite mean, maps that are not a multiple of any tile, batch 1
 // and 3.
 TEST(CudaEngine, EveryDepthwiseVariantMatchesCpu) {
