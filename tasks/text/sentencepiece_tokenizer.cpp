@@ -3,11 +3,13 @@
 #include <sentencepiece_processor.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/base64.h"
 #include "core/error.h"
@@ -77,6 +79,69 @@ bool pieces_have_text(std::string_view proto) {
   return well_formed && ok;
 }
 
+// Whether a precompiled normalisation map (NormalizerSpec field 2) is safe to hand to the library,
+// which walks the map's double-array trie (darts-clone units) without bounds checks and reads
+// each replacement as a C string at the offset a trie leaf holds: a corrupt map made it read far
+// past the buffer (found by tokenizer_fuzz). The map is a little-endian uint32 trie size, the
+// trie's 32-bit units, then the NUL-terminated replacements. Every node reachable from the
+// root must have room for all 256 children in the array (the library indexes node ^ byte
+// for whatever byte comes next), and every leaf's value must start a replacement that ends
+// inside the map. Real maps pass: darts-clone builds its array in whole blocks of 256 units.
+bool charsmap_is_safe(std::string_view map) {
+  uint32_t trie_bytes = 0;
+  if (map.size() <= sizeof trie_bytes) return false;
+  std::memcpy(&trie_bytes, map.data(), sizeof trie_bytes);
+  map.remove_prefix(sizeof trie_bytes);
+  if (trie_bytes >= map.size()) return false;
+  const size_t units = trie_bytes / 4;
+  const std::string_view replacements = map.substr(trie_bytes);
+  auto unit = [&](size_t i) {
+    uint32_t u = 0;
+    std::memcpy(&u, map.data() + 4 * i, 4);
+    return u;
+  };
+  auto offset = [](uint32_t u) -> size_t { return (u >> 10) << ((u & (1u << 9)) >> 6); };
+  auto fits = [&](size_t node) { return (node | 0xFF) < units; };
+  if (units == 0 || !fits(offset(unit(0)))) return false;
+  std::vector<bool> seen(units, false);
+  std::vector<size_t> todo = {offset(unit(0))};
+  seen[todo[0]] = true;
+  while (!todo.empty()) {
+    const size_t node = todo.back();
+    todo.pop_back();
+    for (uint32_t byte = 0; byte < 256; ++byte) {
+      const uint32_t u = unit(node ^ byte);
+      if ((u & ((1u << 31) | 0xFF)) != byte) continue;  // no child for this byte
+      const size_t child = (node ^ byte) ^ offset(u);
+      if (!fits(child)) return false;
+      if ((u >> 8) & 1) {  // a leaf: its value is the offset of a replacement
+        const uint32_t value = unit(child) & ((1u << 31) - 1);
+        if (value >= replacements.size() || replacements.find('\0', value) == std::string_view::npos) return false;
+      }
+      if (!seen[child]) {
+        seen[child] = true;
+        todo.push_back(child);
+      }
+    }
+  }
+  return true;
+}
+
+// Whether the normalisation maps of a model proto (ModelProto fields 3 and 5, normalizer_spec and
+// denormalizer_spec; NormalizerSpec field 2, precompiled_charsmap) are absent or safe.
+bool normalizers_are_safe(std::string_view proto) {
+  bool ok = true;
+  for_each_field(proto, [&](uint64_t field, uint64_t, std::string_view spec) {
+    if (field != 3 && field != 5) return;
+    ok = for_each_field(spec,
+                        [&](uint64_t f, uint64_t, std::string_view map) {
+                          if (f == 2 && !map.empty()) ok = ok && charsmap_is_safe(map);
+                        }) &&
+         ok;
+  });
+  return ok;
+}
+
 // Whether a SentencePiece model proto says its model type is unigram (ModelProto field 2,
 // trainer_spec; TrainerSpec field 3, model_type: 1 unigram, the default). The library parsed
 // the same bytes already.
@@ -99,6 +164,7 @@ std::unique_ptr<sentencepiece::SentencePieceProcessor> load_model(const nlohmann
   const std::string proto = base64_decode(config[key].get_ref<const std::string&>(), std::string("tokenizer ") + key);
   KILN_CHECK(pieces_have_text(proto),
              "[tokenizer] sentencepiece: {} is not a SentencePiece model (malformed, or a piece without text)", key);
+  KILN_CHECK(normalizers_are_safe(proto), "[tokenizer] sentencepiece: {} has a corrupt normalisation map", key);
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
   const auto status = sp->LoadFromSerializedProto(proto);
   KILN_CHECK(status.ok(), "[tokenizer] sentencepiece: {} is not a SentencePiece model: {}", key, status.ToString());
