@@ -1,11 +1,11 @@
 // conv2d on the GPU. Three fast kernels take the forms image networks are made of, with their
 // neighbours fused in by the rewrites: a 1x1 conv is a tensor-core GEMM (gemm.cu, gemm_mma.cu:
 // tile variants timed per layer and batch; squeeze-excite gate on the input, residual, f32 or
-// E4M3 output, FP8), a depthwise conv its own kernels (depthwise_conv.cu: strip and shared-memory
-// tile variants timed the same way; SE mean on the side, FP8 input), the first conv on the f32 NCHW input the stem
-// kernel (stem_conv.cu), a dense k x k conv the same tensor-core GEMM reading its input through an im2col view (an
-// implicit GEMM: gemm_mma.cu). Any other conv runs the direct kernel (conv_direct.cu), which takes every form in f32
-// and f16.
+// E4M3 output, FP8), a depthwise conv its own kernels (depthwise_conv.cu: strip and
+// shared-memory tile variants, timed the same way; SE mean on the side, FP8 input), the first
+// conv on the f32 NCHW input the stem kernel (stem_conv.cu), a dense k x k conv the same
+// tensor-core GEMM reading its input through an im2col view (an implicit GEMM: gemm_mma.cu). Any
+// other conv runs the direct kernel (conv_direct.cu), which takes every form in f32 and f16.
 #include <cmath>
 
 #include "backends/cuda/conv_direct.cuh"
