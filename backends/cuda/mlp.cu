@@ -6,8 +6,6 @@
 // the output layer spreads over many blocks. These layers are latency-bound (at batch 1 a few
 // blocks, a chain of dependent loads): the weight loads are 16 bytes, unrolled so that several
 // are in flight, and wide blocks give each warp few hidden units.
-#include <algorithm>
-
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/launch.cuh"
 

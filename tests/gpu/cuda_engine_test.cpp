@@ -148,7 +148,6 @@ TEST(CudaEngine, ImplicitGemmConvsMatchCpuWithEveryTile) {
 // and 3.
 TEST(CudaEngine, EveryDepthwiseVariantMatchesCpu) {
   REQUIRE_GPU();
-  const std::vector<std::string> variants = {"dw_strip", "dw_tile_16x16", "dw_tile_8x16", "dw_tile_8x8", "dw_tile_4x8"};
   for (auto [k, stride] : {std::pair{3, 1}, std::pair{3, 2}, std::pair{5, 1}, std::pair{5, 2}, std::pair{7, 1}})
     for (int c : {8, 48, 64}) {
       GraphMaker g(31 + k + c);
@@ -167,7 +166,7 @@ TEST(CudaEngine, EveryDepthwiseVariantMatchesCpu) {
         const test::ForcedVariants forced(g.def, sizes);
         const Tensor input = test::random_input(g.def, batch, h, w, 17);
         const std::vector<float> a = test::logits(*test::engine(g.def, "cpu"), input);
-        for (const std::string& variant : variants) {
+        for (const std::string& variant : test::kDepthwiseVariantNames) {
           auto gpu = forced.forced(variant);
           const std::vector<float> b = test::logits(*gpu, input);
           EXPECT_GE(test::ForcedVariants::taken(*gpu, sizes, variant), 1)

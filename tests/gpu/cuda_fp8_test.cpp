@@ -108,7 +108,7 @@ TEST(CudaFp8, EveryDepthwiseVariantMatchesCpuEmulation) {
     const test::ForcedVariants forced(def, sizes);
     const Tensor input = test::random_input(def, 3, 61, 39, 7);
     const std::vector<float> a = test::logits(*test::engine(def, "cpu"), input);
-    for (const char* variant : {"dw_strip", "dw_tile_16x16", "dw_tile_8x16", "dw_tile_8x8", "dw_tile_4x8"}) {
+    for (const std::string& variant : test::kDepthwiseVariantNames) {
       auto gpu = forced.forced(variant);
       const std::vector<float> b = test::logits(*gpu, input);
       int taken = 0;
