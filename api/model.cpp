@@ -33,7 +33,8 @@ Model::~Model() = default;
 
 Status Model::load(const std::string& path, std::unique_ptr<Model>* out, const std::string& device) {
   try {
-    KILN_CHECK(device == "cpu" || device == "cuda" || device == "auto", "[model] unknown device '{}'", device);
+    KILN_CHECK(device == "cpu" || device == "cpu-reference" || device == "cuda" || device == "auto",
+               "[model] unknown device '{}'", device);
     std::unique_ptr<Model> m(new Model());
     Impl& i = *m->impl_;
     i.bundle = Bundle::open(path);

@@ -122,11 +122,12 @@ namespace {
 std::shared_ptr<Backend> primary_backend(const EngineOptions& o) {
   if (o.backend) return o.backend;
   if (o.device == "cpu") return std::make_unique<CpuBackend>();
+  if (o.device == "cpu-reference") return std::make_unique<CpuBackend>(/*reference=*/true);
   if (o.device == "cuda") {
     KILN_CHECK(cuda_available(), "[engine] --device cuda: no usable CUDA GPU (or kiln was built without CUDA)");
     return make_backend("cuda", o.precision);
   }
-  KILN_CHECK(o.device == "auto", "[engine] unknown device '{}' (cpu, cuda or auto)", o.device);
+  KILN_CHECK(o.device == "auto", "[engine] unknown device '{}' (cpu, cpu-reference, cuda or auto)", o.device);
   if (cuda_available()) return make_backend("cuda", o.precision);
   return std::make_unique<CpuBackend>();
 }

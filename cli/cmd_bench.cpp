@@ -61,7 +61,7 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--warmup", args->warmup, "Untimed calls first")->check(CLI::Range(0, 100000));
   cmd->add_option("--calls", args->calls, "Calls per timed sample (default: 20 on the GPU, 1 on the CPU)")
       ->check(CLI::Range(1, 100000));
-  cmd->add_option("--device", args->device, "cpu, cuda, or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  add_device_option(cmd, args->device);
   cmd->add_flag("--json", args->json, "One JSON object per batch size");
   cmd->add_flag("--profile", args->profile, "Also report kernel time per layer group, and the slowest kernels");
   cmd->add_flag("--plan", args->plan, "Also list the kernels, where each runs and the variant chosen");
@@ -78,7 +78,7 @@ Command add_bench(CLI::App& app) {
     KILN_CHECK(base.count("batch") || batches == std::vector<int>{1}, "[bench] --batch: graph {} has no 'batch' dim",
                graph_name);
     Engine engine(g, bundle->constants(), bundle->engine_options(args->device));
-    const bool gpu = engine.device() != "cpu";
+    const bool gpu = engine.device().rfind("cpu", 0) != 0;  // "cpu", "cpu-reference"
     const int calls = args->calls > 0 ? args->calls : (gpu ? 20 : 1);
     if (!args->json)
       fmt::print("{} {} graph {} on {}, {} samples of {} calls\n{:>6} {:>10} {:>9} {:>9} {:>9} {:>11} {:>11}\n",

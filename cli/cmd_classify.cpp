@@ -20,8 +20,7 @@ Command add_classify(CLI::App& app) {
   cmd->add_option("images", args->images, "Image files")->required();
   cmd->add_option("--top", args->top, "How many classes to show")->check(CLI::Range(1, 1000000));
   cmd->add_flag("--json", args->json, "One JSON object per image on stdout");
-  cmd->add_option("--device", args->device, "cpu, cuda, or auto (the GPU when there is one)")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  add_device_option(cmd, args->device);
   cmd->add_flag("--logits", args->logits, "With --json: include every class's logit");
   return [args] {
     std::unique_ptr<Classifier> model;

@@ -30,8 +30,7 @@ Command add_detect(CLI::App& app) {
   cmd->add_flag("--square", args->options.square, "Pad every image to imgsz x imgsz (batches mixed shapes)");
   cmd->add_flag("--json", args->json, "One JSON object per image on stdout");
   cmd->add_option("--draw", args->draw, "Also write each image with its boxes drawn to DIR/<name>.jpg");
-  cmd->add_option("--device", args->device, "cpu, cuda, or auto (the GPU when there is one)")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  add_device_option(cmd, args->device);
   return [args] {
     std::unique_ptr<Detector> model;
     Status s = Detector::load(args->bundle, &model, args->device);

@@ -127,9 +127,10 @@ Command add_eval(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 16));
   cmd->add_option("--limit", o->limit, "Evaluate only the first N images");
   cmd->add_option("--reference", o->reference,
-                  "cpu (this bundle on the CPU), another .bundle (run on the CPU), or logits saved by --save-logits");
+                  "cpu or cpu-reference (this bundle on the CPU's fast or reference kernels), another .bundle (run on "
+                  "the CPU), or logits saved by --save-logits");
   cmd->add_option("--save-logits", o->save_logits, "Write this run's logits and labels to a .safetensors file");
-  cmd->add_option("--device", o->device, "cpu, cuda, or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  add_device_option(cmd, o->device);
   auto* batch_opt =
       cmd->add_option("--batch", o->batch, "Images per engine call (detection: default 1)")->check(CLI::Range(1, 4096));
   auto imgsz = std::make_shared<int>(0);

@@ -32,8 +32,7 @@ void add_generation_options(CLI::App* cmd, GenerateArgs& a) {
   cmd->add_option("--min-new-tokens", a.min_new_tokens, "No end of sequence before this many tokens")
       ->check(CLI::Range(0, 1 << 16));
   cmd->add_option("--batch", a.batch, "Sources decoded at once (each with its beams)")->check(CLI::Range(1, 4096));
-  cmd->add_option("--device", a.device, "cpu, cuda, or auto (the GPU when there is one)")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  add_device_option(cmd, a.device);
 }
 
 GenerationOptions options_of(const GenerateArgs& a) {

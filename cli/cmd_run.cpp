@@ -23,7 +23,7 @@ Command add_run(CLI::App& app) {
       ->required();
   cmd->add_option("-o,--output", args->output, "safetensors file to write, a tensor per graph output")->required();
   cmd->add_option("--graph", args->graph, "Which graph (default: the one the bundle's task runs)");
-  cmd->add_option("--device", args->device, "cpu, cuda, or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  add_device_option(cmd, args->device);
   return [args] {
     auto bundle = Bundle::open(args->bundle);
     const std::string graph_name = args->graph.empty() ? bundle->main_graph() : args->graph;

@@ -13,6 +13,11 @@ namespace kiln::cli {
 
 using Command = std::function<int()>;  // returns the exit status
 
+// --device for a command that runs a bundle: cpu (the fast kernels), cpu-reference (the
+// reference kernels, the spec the others are tested against), cuda, or auto (the GPU when there
+// is one).
+CLI::Option* add_device_option(CLI::App* cmd, std::string& device);
+
 // "1,32,128" -> {1, 32, 128}; each from 1 to 4096. Throws "[command] --batch ..." otherwise.
 std::vector<int> parse_batch_list(const std::string& text, const char* command);
 

@@ -9,6 +9,12 @@ int main(int argc, char** argv) {
   CLI::App app{"kiln: build Hugging Face / timm checkpoints into self-contained bundles and run them"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kiln " KILN_VERSION);
+  // Accepted before or after the command (subcommands made after fallthrough() pass options
+  // they do not know to the app).
+  int threads = 0;
+  app.add_option("--threads", threads, "CPU threads (default: the physical cores kiln may use, or OMP_NUM_THREADS)")
+      ->check(CLI::Range(1, 4096));
+  app.fallthrough();
   std::map<CLI::App*, kiln::cli::Command> commands;
   for (auto add :
        {kiln::cli::add_build, kiln::cli::add_classify, kiln::cli::add_detect, kiln::cli::add_inspect,
@@ -23,6 +29,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (threads > 0) kiln::set_cpu_threads(threads);
   for (auto& [sub, run] : commands)
     if (sub->parsed()) {
       try {

@@ -1,6 +1,6 @@
 // A stand-in for the CUDA backend on the CPU: it applies the rewrites the GPU applies (and, for
-// fp16, its precision lowering) and runs the result with the CPU's kernels, which run every fused
-// form. A graph through it must compute what the original computes: CI thereby checks the
+// fp16, its precision lowering) and runs the result with the CPU's reference kernels, which run
+// every fused form. A graph through it must compute what the original computes: CI thereby checks the
 // rewrites on whole models without a GPU.
 #pragma once
 
@@ -16,7 +16,7 @@ namespace kiln::test {
 
 class FusingBackend : public CpuBackend {
  public:
-  explicit FusingBackend(bool fp16) : fp16_(fp16) {}
+  explicit FusingBackend(bool fp16) : CpuBackend(/*reference=*/true), fp16_(fp16) {}
   std::string name() const override { return "fusing"; }
   std::string device() const override { return "fusing"; }
   void convert(Graph& g) const override {

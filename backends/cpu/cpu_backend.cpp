@@ -5,18 +5,23 @@
 #include <cstring>
 
 #include "backends/cpu/cpu_kernel.h"
+#include "backends/cpu/threads.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "graph/rewrites/rewrite.h"
 
 namespace kiln {
 
-// Defined in a file the build generates from the files of backends/cpu/ops/ (CMakeLists.txt).
+// Defined in files the build generates from the files of backends/cpu/ops/ and
+// backends/cpu/fast/ (CMakeLists.txt).
 void register_cpu_kernels(CpuKernelRegistry& registry);
+void register_cpu_fast_kernels(CpuKernelRegistry& registry);
 
 CpuKernelRegistry& CpuKernelRegistry::instance() {
   static CpuKernelRegistry* registry = [] {
     auto* r = new CpuKernelRegistry();
     register_cpu_kernels(*r);
+    register_cpu_fast_kernels(*r);
     return r;
   }();
   return *registry;
@@ -26,22 +31,35 @@ void CpuKernelRegistry::add(const std::string& op, CpuKernelFactory factory) {
   KILN_CHECK(factories_.emplace(op, std::move(factory)).second, "[cpu] two kernels for op '{}'", op);
 }
 
+void CpuKernelRegistry::add_fast(const std::string& op, CpuKernelFactory factory) {
+  KILN_CHECK(factories_.count(op), "[cpu] a fast kernel for op '{}' without a reference kernel", op);
+  KILN_CHECK(fast_factories_.emplace(op, std::move(factory)).second, "[cpu] two fast kernels for op '{}'", op);
+}
+
 const CpuKernelFactory* CpuKernelRegistry::find(const std::string& op) const {
   auto it = factories_.find(op);
   return it == factories_.end() ? nullptr : &it->second;
 }
 
+const CpuKernelFactory* CpuKernelRegistry::find_fast(const std::string& op) const {
+  auto it = fast_factories_.find(op);
+  return it == fast_factories_.end() ? nullptr : &it->second;
+}
+
 namespace {
 
-// Gives a kernel that computes in f32 its float inputs as f32 and rounds its f32 outputs to
+// Runs a CPU kernel on the thread count set for the process (cpu_threads) and, unless the
+// kernel moves any type itself, gives it its float inputs as f32 and rounds its f32 outputs to
 // the outputs' types.
-class F32Adapter : public Kernel {
+class CpuKernelAdapter : public Kernel {
  public:
-  explicit F32Adapter(std::unique_ptr<CpuKernel> inner) : inner_(std::move(inner)) {}
+  explicit CpuKernelAdapter(std::unique_ptr<CpuKernel> inner) : inner_(std::move(inner)) {}
   bool packs_input(int slot) const override { return inner_->packs_input(slot); }
   bool zeroed_output(int slot) const override { return inner_->zeroed_output(slot); }
   std::string describe() const override { return inner_->describe(); }
   void run(const KernelArgs& args, int variant) override {
+    cpu::use_threads();
+    if (inner_->any_dtype()) return inner_->run(args, variant);
     KernelArgs a = args;
     size_t n_in = 0, n_out = 0;
     for (auto& t : a.inputs) n_in += t.data && is_float(t.dtype) && t.dtype != DType::F32;
@@ -81,13 +99,29 @@ bool CpuBackend::supports(const Graph&, const Node& node) const {
   return CpuKernelRegistry::instance().find(node.op) != nullptr;
 }
 
+void CpuBackend::fuse(Graph& graph) const {
+  if (reference_) return;
+  const RewriteContext c{name(), [this](const Graph& g, const Node& n) { return supports(g, n); }};
+  transpose_as_reshape(graph, c);
+  fold_input_layout(graph, c);
+  fuse_conv_mean(graph, c);
+  fuse_mlp(graph, c);
+  fuse_channel_gate(graph, c);
+  fuse_residual_add(graph, c);
+}
+
 std::unique_ptr<Kernel> CpuBackend::make_kernel(const Graph& graph, int node, const ConstantLookup& constants) {
   const Node& n = graph.nodes()[node];
-  const CpuKernelFactory* factory = CpuKernelRegistry::instance().find(n.op);
-  KILN_CHECK(factory, "[cpu] {}: no CPU kernel for op '{}'", n.name, n.op);
-  std::unique_ptr<CpuKernel> k = (*factory)(graph, node, constants);
-  if (k->any_dtype()) return k;
-  return std::make_unique<F32Adapter>(std::move(k));
+  const CpuKernelRegistry& registry = CpuKernelRegistry::instance();
+  std::unique_ptr<CpuKernel> k;
+  if (!reference_)
+    if (const CpuKernelFactory* fast = registry.find_fast(n.op)) k = (*fast)(graph, node, constants);
+  if (!k) {
+    const CpuKernelFactory* factory = registry.find(n.op);
+    KILN_CHECK(factory, "[cpu] {}: no CPU kernel for op '{}'", n.name, n.op);
+    k = (*factory)(graph, node, constants);
+  }
+  return std::make_unique<CpuKernelAdapter>(std::move(k));
 }
 
 void* CpuBackend::allocate(size_t bytes) {

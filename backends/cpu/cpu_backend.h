@@ -1,5 +1,8 @@
-// The CPU backend: runs every op kiln defines, in host memory, as the reference (see
-// cpu_kernel.h). Float tensors of any type are computed in f32.
+// The CPU backend: runs every op kiln defines, in host memory (see cpu_kernel.h): on the fast
+// kernels where one takes the node, else on the reference kernels, after the same fusions as
+// the CUDA backend (the gate, residual and pool in the conv). `reference` keeps to the
+// reference kernels and the graph as given: the spec the others are tested against. Float
+// tensors of any type are computed in f32.
 #pragma once
 
 #include "backends/backend.h"
@@ -8,9 +11,11 @@ namespace kiln {
 
 class CpuBackend : public Backend {
  public:
+  explicit CpuBackend(bool reference = false) : reference_(reference) {}
   std::string name() const override { return "cpu"; }
-  std::string device() const override { return "cpu"; }
+  std::string device() const override { return reference_ ? "cpu-reference" : "cpu"; }
   bool supports(const Graph& graph, const Node& node) const override;
+  void fuse(Graph& graph) const override;
   std::unique_ptr<Kernel> make_kernel(const Graph& graph, int node, const ConstantLookup& constants) override;
   void* allocate(size_t bytes) override;
   void release(void* p) override;
@@ -18,6 +23,9 @@ class CpuBackend : public Backend {
   void download(void* dst, const void* src, size_t bytes) override;
   void zero(void* dst, size_t bytes) override;
   double time_ms(const std::function<void()>& work) override;
+
+ private:
+  bool reference_;
 };
 
 }  // namespace kiln

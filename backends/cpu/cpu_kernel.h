@@ -1,8 +1,11 @@
-// The CPU backend's kernels: plain, readable loops (a BLAS GEMM where one does the work). They
-// are kiln's reference: every other backend is checked against them (tests/ops). Each op's
-// kernel lives in backends/cpu/ops/<op>.cpp and registers itself:
-//
-//   KILN_REGISTER_CPU_KERNELS(softmax) { registry.add("softmax", make<SoftmaxKernel>); }
+// The CPU backend's kernels, two kinds:
+// - reference: plain, readable loops (a BLAS GEMM where one does the work), one for every op.
+//   They are kiln's spec: every other backend and the fast CPU kernels are checked against them
+//   (tests/ops). Each op's kernel lives in backends/cpu/ops/<op>.cpp and registers itself:
+//     KILN_REGISTER_CPU_KERNELS(softmax) { registry.add("softmax", make<SoftmaxKernel>); }
+// - fast: library-backed kernels (oneDNN) in backends/cpu/fast/<op>.cpp, registered with
+//   add_fast. A fast factory may decline a node (return null: a form it does not take), which
+//   then runs on the reference kernel.
 #pragma once
 
 #include <functional>
@@ -31,10 +34,12 @@ class CpuKernelRegistry {
  public:
   static CpuKernelRegistry& instance();  // every kernel of backends/cpu/ops/ registered
   void add(const std::string& op, CpuKernelFactory factory);
+  void add_fast(const std::string& op, CpuKernelFactory factory);
   const CpuKernelFactory* find(const std::string& op) const;
+  const CpuKernelFactory* find_fast(const std::string& op) const;
 
  private:
-  std::map<std::string, CpuKernelFactory> factories_;
+  std::map<std::string, CpuKernelFactory> factories_, fast_factories_;
 };
 
 // Calls fn(T{}) with T the element type of a numeric value as a CPU kernel sees it (float types
@@ -62,3 +67,5 @@ std::unique_ptr<CpuKernel> make_cpu_kernel(const Graph& g, int node, const Const
 }  // namespace kiln
 
 #define KILN_REGISTER_CPU_KERNELS(file) void kiln_register_cpu_kernels_##file(::kiln::CpuKernelRegistry& registry)
+#define KILN_REGISTER_CPU_FAST_KERNELS(file) \
+  void kiln_register_cpu_fast_kernels_##file(::kiln::CpuKernelRegistry& registry)

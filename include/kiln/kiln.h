@@ -57,6 +57,11 @@ struct BuildResult {
 Status build(const std::string& source, const std::string& output_path, const BuildOptions& options,
              BuildResult* result);
 
+// Threads kiln's CPU kernels use, for the whole process. Default: the physical cores this
+// process may run on (fewer under a cgroup CPU quota), or OMP_NUM_THREADS where it is set.
+Status set_cpu_threads(int threads);
+int cpu_threads();
+
 struct Prediction {
   int index = 0;
   std::string label;
@@ -90,7 +95,8 @@ struct TensorSpec {
 // belong to the model and are shared by its graphs.
 class Model {
  public:
-  // device: "cpu", "cuda", or "auto" (the GPU when there is one).
+  // device: "cpu", "cpu-reference" (the reference kernels), "cuda", or "auto" (the GPU when
+  // there is one).
   static Status load(const std::string& bundle_path, std::unique_ptr<Model>* out, const std::string& device = "auto");
   ~Model();
 
@@ -122,7 +128,8 @@ struct ImageView {
 
 class Classifier {
  public:
-  // device: "cpu", "cuda", or "auto" (the GPU when there is one).
+  // device: "cpu", "cpu-reference" (the reference kernels), "cuda", or "auto" (the GPU when
+  // there is one).
   static Status load(const std::string& bundle_path, std::unique_ptr<Classifier>* out,
                      const std::string& device = "auto");
   ~Classifier();
@@ -159,7 +166,8 @@ struct DetectedObject {
 
 class Detector {
  public:
-  // device: "cpu", "cuda", or "auto" (the GPU when there is one).
+  // device: "cpu", "cpu-reference" (the reference kernels), "cuda", or "auto" (the GPU when
+  // there is one).
   static Status load(const std::string& bundle_path, std::unique_ptr<Detector>* out,
                      const std::string& device = "auto");
   ~Detector();

@@ -159,8 +159,8 @@ EvalReport evaluate(const std::string& bundle_path, const EvalOptions& o) {
   ImageClassifier model(bundle, o.device);
   std::unique_ptr<ImageClassifier> reference;
   Tensor saved_reference;
-  if (o.reference == "cpu") {
-    reference = std::make_unique<ImageClassifier>(bundle, "cpu");
+  if (o.reference == "cpu" || o.reference == "cpu-reference") {
+    reference = std::make_unique<ImageClassifier>(bundle, o.reference);
   } else if (o.reference.ends_with(".safetensors")) {
     saved_reference = SafetensorsFile(o.reference).to_float("logits");
     KILN_CHECK(saved_reference.shape.size() == 2 && saved_reference.shape[1] == model.num_classes(),

@@ -13,7 +13,8 @@ namespace kiln::classification {
 struct EvalOptions {
   std::string data;  // see datasets/image_dataset.h
   size_t limit = 0;  // 0: every image
-  // "": none; "cpu": this bundle on the CPU; a .bundle: that bundle on the CPU; a .safetensors:
+  // "": none; "cpu" / "cpu-reference": this bundle on the CPU (fast or reference kernels); a
+  // .bundle: that bundle on the CPU; a .safetensors:
   // logits saved by an earlier run (--save-logits), in the same image order.
   std::string reference;
   std::string save_logits;  // write this run's logits (and labels) as safetensors

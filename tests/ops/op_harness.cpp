@@ -1,10 +1,10 @@
-// One harness for every op (tests/ops/cases/): each case runs on the CPU reference and on every
-// other backend and precision kiln has here, and must match the reference within the case's
-// tolerance; integer outputs must match exactly. Independently of GPUs it checks that each
-// case's graph survives a JSON round trip bit for bit and that fused ops match their
-// decomposition. --perf times every case on every backend instead.
+// One harness for every op (tests/ops/cases/): each case runs on the CPU reference kernels and
+// on every other backend and precision kiln has here (the CPU's fast kernels, CUDA), and must
+// match the reference within the case's tolerance; integer outputs must match exactly. Independently of GPUs it checks
+// that each case's graph survives a JSON round trip bit for bit and that fused ops match their decomposition. --perf
+// times every case on every backend instead.
 //
-//   kiln_op_harness [--op NAME] [--backend cpu|cuda] [--perf] [--list]
+//   kiln_op_harness [--op NAME] [--backend cpu|cuda] [--perf] [--list]   (cpu: the fast kernels)
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -118,7 +118,7 @@ int run(int argc, char** argv) {
       ++failures;
     };
     try {
-      Engine reference(c.graph, lookup(c), EngineOptions{"cpu"});
+      Engine reference(c.graph, lookup(c), EngineOptions{"cpu-reference"});
       const auto want = reference.run(c.inputs);
       const bool low = low_precision(c.graph);
       // The graph as a bundle stores it must compute the same, bit for bit.
@@ -128,13 +128,14 @@ int run(int argc, char** argv) {
           if (val.kind == ValueKind::Constant && val.name == n) return ConstantInfo{val.dtype, resolve(val.shape, {})};
         return std::nullopt;
       });
-      const std::string round_trip = compare(want, Engine(back, lookup(c), EngineOptions{"cpu"}).run(c.inputs), 0);
+      const std::string round_trip =
+          compare(want, Engine(back, lookup(c), EngineOptions{"cpu-reference"}).run(c.inputs), 0);
       if (!round_trip.empty()) fail_case("json round trip", round_trip);
       for (const Config& cfg : configs) {
         if (cfg.precision == "fp16" && !c.fp16_precision) continue;
         const bool half = low || cfg.precision == "fp16";
         const double tol = half ? c.tolerance_f16 : c.tolerance_f32;
-        if (cfg.device != "cpu") {
+        {
           Engine e(c.graph, lookup(c), EngineOptions{cfg.device, cfg.precision});
           if (e.cpu_fallback_nodes() > 0)
             fail_case(cfg.label, fmt::format("{} node(s) fell back to the CPU", e.cpu_fallback_nodes()));

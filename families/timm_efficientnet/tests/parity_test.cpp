@@ -1,5 +1,6 @@
-// kiln's fp32 CPU engine against timm's own outputs (../shared/reference, made with timm 1.0.29
-// in fp32 with TF32 off): logits on real and stress inputs, and the intermediate stage outputs.
+// kiln's fp32 CPU engine (the reference kernels and the fast ones) against timm's own outputs
+// (../shared/reference, made with timm 1.0.29 in fp32 with TF32 off): logits on real and stress
+// inputs, and the intermediate stage outputs; and the fast kernels against the reference ones.
 #include <gtest/gtest.h>
 
 #include "backends/engine.h"
@@ -29,21 +30,43 @@ class LogitParity : public ::testing::TestWithParam<Case> {};
 TEST_P(LogitParity, MatchesTimmOnImagesAndStressInputs) {
   SafetensorsFile ref(test::data_path(kReference));
   ModelDefinition def = define(GetParam().checkpoint);
-  Engine engine(def.graph(), def.constants(), EngineOptions{"cpu"});
-  for (const auto& [input_name, logits_name] :
-       {std::pair{"inputs", std::string(GetParam().arch) + ".logits"},
-        std::pair{"stress_inputs", std::string(GetParam().arch) + ".stress_logits"}}) {
+  for (const char* device : {"cpu-reference", "cpu"}) {
+    Engine engine(def.graph(), def.constants(), EngineOptions{device});
+    for (const auto& [input_name, logits_name] :
+         {std::pair{"inputs", std::string(GetParam().arch) + ".logits"},
+          std::pair{"stress_inputs", std::string(GetParam().arch) + ".stress_logits"}}) {
+      Tensor input = ref.to_float(input_name);
+      Tensor expect = ref.to_float(logits_name);
+      int batch = static_cast<int>(input.dim(0));
+      const std::vector<float> logits = test::logits(engine, input);
+      double diff = test::max_abs_diff(logits.data(), expect.data.data(), logits.size());
+      EXPECT_LT(diff, 2e-3) << device << " " << input_name;
+      for (int n = 0; n < batch; ++n)
+        EXPECT_EQ(test::top_indices(logits.data() + n * 1000, 1000, 5),
+                  test::top_indices(expect.data.data() + n * 1000, 1000, 5))
+            << device << " " << input_name << " sample " << n;
+      std::printf("[parity] %s on %s, %s: max |logit diff| %.3g\n", GetParam().arch, device, input_name, diff);
+    }
+  }
+}
+
+// The fast CPU kernels (oneDNN, the fusions) compute what the reference kernels compute: the
+// same logits within 1e-4 (summation order differs), the same top-5.
+TEST_P(LogitParity, FastKernelsMatchTheReferenceKernels) {
+  SafetensorsFile ref(test::data_path(kReference));
+  ModelDefinition def = define(GetParam().checkpoint);
+  Engine reference(def.graph(), def.constants(), EngineOptions{"cpu-reference"});
+  Engine fast(def.graph(), def.constants(), EngineOptions{"cpu"});
+  for (const char* input_name : {"inputs", "stress_inputs"}) {
     Tensor input = ref.to_float(input_name);
-    Tensor expect = ref.to_float(logits_name);
-    int batch = static_cast<int>(input.dim(0));
-    const std::vector<float> logits = test::logits(engine, input);
-    double diff = test::max_abs_diff(logits.data(), expect.data.data(), logits.size());
-    EXPECT_LT(diff, 2e-3) << input_name;
-    for (int n = 0; n < batch; ++n)
-      EXPECT_EQ(test::top_indices(logits.data() + n * 1000, 1000, 5),
-                test::top_indices(expect.data.data() + n * 1000, 1000, 5))
+    const std::vector<float> want = test::logits(reference, input), got = test::logits(fast, input);
+    ASSERT_EQ(want.size(), got.size());
+    const double diff = test::max_abs_diff(got.data(), want.data(), got.size());
+    EXPECT_LT(diff, 1e-4) << input_name;
+    for (size_t n = 0; n < got.size() / 1000; ++n)
+      EXPECT_EQ(test::top_indices(got.data() + n * 1000, 1000, 5), test::top_indices(want.data() + n * 1000, 1000, 5))
           << input_name << " sample " << n;
-    std::printf("[parity] %s %s: max |logit diff| %.3g\n", GetParam().arch, input_name, diff);
+    std::printf("[fast vs reference] %s %s: max |logit diff| %.3g\n", GetParam().arch, input_name, diff);
   }
 }
 
@@ -54,7 +77,7 @@ INSTANTIATE_TEST_SUITE_P(SharedCheckpoints, LogitParity,
 TEST(StageParity, EfficientNetB0StagesMatchTimm) {
   SafetensorsFile ref(test::data_path(kReference));
   ModelDefinition def = define("efficientnet_b0.tfhub-transplant");
-  Engine engine(def.graph(), def.constants(), EngineOptions{"cpu"});
+  Engine engine(def.graph(), def.constants(), EngineOptions{"cpu-reference"});
   Tensor all = ref.to_float("inputs"), first({1, 3, 224, 224});
   std::copy(all.data.begin(), all.data.begin() + first.numel(), first.data.begin());
   std::vector<std::string> taps = {"stem_out", "head_out"};

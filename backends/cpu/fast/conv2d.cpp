@@ -1,0 +1,209 @@
+// conv2d on oneDNN (graph/ops/conv2d.h): the convolution, its bias, activation and residual in
+// one JIT-compiled primitive per input size (weights reordered once into the layout it picks);
+// NHWC in and out like the rest of the engine. What oneDNN cannot fuse is done around it: the
+// squeeze-excite gate multiplies the input into a scratch copy (an NCHW input is transposed
+// into one), the fused average pool is a pass over the output. FP8 layers decline (the reference emulates them
+// exactly).
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/cpu/cpu_kernel.h"
+#include "backends/cpu/onednn.h"
+#include "core/error.h"
+#include "graph/ops/conv2d.h"
+
+namespace kiln {
+
+namespace {
+
+using namespace conv2d_input;
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+// [N, C, H, W] -> [N, H, W, C]: oneDNN's NCHW-input convolutions fall back to its slow reference
+// implementation, so the stem's input is transposed first (a small tensor: 3 channels).
+void nchw_to_nhwc(const float* x, float* out, int n, int64_t pixels, int c) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int img = 0; img < n; ++img)
+    for (int64_t pix = 0; pix < pixels; ++pix)
+      for (int ch = 0; ch < c; ++ch)
+        out[(static_cast<int64_t>(img) * pixels + pix) * c + ch] =
+            x[(static_cast<int64_t>(img) * c + ch) * pixels + pix];
+}
+
+// x * gate[n, c] for every pixel: rows of C over the threads.
+void apply_gate(const float* x, const float* gate, float* out, int n, int64_t pixels, int c) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int img = 0; img < n; ++img)
+    for (int64_t pix = 0; pix < pixels; ++pix) {
+      const int64_t row = static_cast<int64_t>(img) * pixels + pix;
+      const float* __restrict g = gate + static_cast<int64_t>(img) * c;
+      const float* __restrict in = x + row * c;
+      float* __restrict o = out + row * c;
+      for (int ch = 0; ch < c; ++ch) o[ch] = in[ch] * g[ch];
+    }
+}
+
+// mean[n, c] = y[n, :, c] averaged over the pixels, in double like the reference (float sums
+// over 112 x 112 pixels moved an image classifier's logits by 1.6e-4): each image's pixels in
+// chunks over the threads (at batch 1 images alone would leave all but one thread idle), then
+// the chunks' sums added in order, so the result does not depend on the thread count.
+void channel_mean(const float* y, float* mean, int n, int64_t pixels, int c, std::vector<double>& partial) {
+  constexpr int64_t kChunk = 256;
+  const int64_t chunks = (pixels + kChunk - 1) / kChunk;
+  partial.assign(static_cast<size_t>(n * chunks * c), 0.0);
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int img = 0; img < n; ++img)
+    for (int64_t k = 0; k < chunks; ++k) {
+      double* __restrict sum = partial.data() + (img * chunks + k) * c;
+      for (int64_t pix = k * kChunk; pix < std::min(pixels, (k + 1) * kChunk); ++pix) {
+        const float* __restrict row = y + (static_cast<int64_t>(img) * pixels + pix) * c;
+        for (int ch = 0; ch < c; ++ch) sum[ch] += row[ch];
+      }
+    }
+#pragma omp parallel for schedule(static)
+  for (int img = 0; img < n; ++img)
+    for (int ch = 0; ch < c; ++ch) {
+      double total = 0;
+      for (int64_t k = 0; k < chunks; ++k) total += partial[(img * chunks + k) * c + ch];
+      mean[static_cast<int64_t>(img) * c + ch] = static_cast<float>(total / static_cast<double>(pixels));
+    }
+}
+
+class OnednnConv2dKernel : public CpuKernel {
+ public:
+  static std::unique_ptr<CpuKernel> make(const Graph& graph, int node, const ConstantLookup& constants) {
+    const Node& n = graph.nodes()[node];
+    const Value& wv = graph.values()[n.inputs[Weight]];
+    if (wv.kind != ValueKind::Constant) return nullptr;
+    const Shape w_shape = resolve(wv.shape, {});
+    const Conv2dParams p = conv2d_params(n, w_shape);
+    if (p.fp8_input() || n.input(WeightScale) >= 0 || graph.values()[n.outputs[0]].dtype == DType::F8E4M3 ||
+        (p.nchw_input && n.input(Gate) >= 0))
+      return nullptr;
+    dnnl::post_ops probe;
+    if (!cpu::append_activation(probe, p.act)) return nullptr;
+    return std::unique_ptr<CpuKernel>(new OnednnConv2dKernel(graph, n, w_shape, p, constants));
+  }
+
+  bool packs_input(int slot) const override { return slot == Weight || slot == Bias; }
+  std::string describe() const override { return "onednn"; }
+
+  void run(const KernelArgs& a, int) override {
+    const TensorRef& xt = a.inputs[X];
+    const ConvGeometry g = conv2d_geometry(p_, xt.shape, w_shape_, *a.node);
+    const bool residual = has(a, Residual);
+    Primitive& prim = primitive_for(g, residual);
+    const float* x = xt.as<const float>();
+    const int64_t pixels = static_cast<int64_t>(g.h) * g.w;
+    if (p_.nchw_input || has(a, Gate)) {
+      scratch_.resize(static_cast<size_t>(g.n * pixels * g.c));
+      if (p_.nchw_input)
+        nchw_to_nhwc(x, scratch_.data(), g.n, pixels, g.c);
+      else
+        apply_gate(x, a.inputs[Gate].as<const float>(), scratch_.data(), g.n, pixels, g.c);
+      x = scratch_.data();
+    }
+    float* y = a.outputs[0].as<float>();
+    dnnl::engine& engine = cpu::onednn_engine();
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, memory(prim.pd.src_desc(), engine, const_cast<float*>(x))},
+        {DNNL_ARG_WEIGHTS, *prim.weights},
+        {DNNL_ARG_DST, memory(prim.pd.dst_desc(), engine, y)},
+        {DNNL_ARG_SCRATCHPAD, cpu::onednn_scratchpad(prim.pd.scratchpad_desc())},
+    };
+    if (!bias_.empty()) args.emplace(DNNL_ARG_BIAS, memory(bias_md(), engine, bias_.data()));
+    if (residual)
+      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(prim.residual_post_op) | DNNL_ARG_SRC_1,
+                   memory(prim.pd.dst_desc(), engine, const_cast<void*>(a.inputs[Residual].data)));
+    prim.conv.execute(cpu::onednn_stream(), args);
+    cpu::onednn_stream().wait();
+    if (p_.mean_output)
+      channel_mean(y, a.outputs[1].as<float>(), g.n, static_cast<int64_t>(g.oh) * g.ow, g.o, partial_);
+  }
+
+ private:
+  struct Primitive {
+    dnnl::convolution_forward::primitive_desc pd;
+    dnnl::convolution_forward conv;
+    const memory* weights = nullptr;  // in pd's layout, shared by primitives that pick the same one
+    int residual_post_op = -1;
+  };
+
+  OnednnConv2dKernel(const Graph& graph, const Node& n, Shape w_shape, const Conv2dParams& p,
+                     const ConstantLookup& constants)
+      : p_(p), w_shape_(std::move(w_shape)) {
+    weight_ = constants(graph.values()[n.inputs[Weight]].name).to_f32();
+    if (n.input(Bias) >= 0) bias_ = constants(graph.values()[n.inputs[Bias]].name).to_f32();
+  }
+
+  static bool has(const KernelArgs& a, int slot) {
+    return slot < static_cast<int>(a.inputs.size()) && a.inputs[slot].data;
+  }
+
+  memory::desc bias_md() const { return memory::desc({w_shape_[0]}, memory::data_type::f32, Tag::a); }
+
+  // The weights as stored (OHWI; [G, O/G, I/G, kh, kw] with groups) for the primitive's dims.
+  memory::desc user_weights_md() const {
+    const memory::dim out = w_shape_[0], kh = p_.kh, kw = p_.kw, in_g = w_shape_[3];
+    if (p_.groups == 1) return memory::desc({out, in_g, kh, kw}, memory::data_type::f32, Tag::ohwi);
+    return memory::desc({p_.groups, out / p_.groups, in_g, kh, kw}, memory::data_type::f32, Tag::gohwi);
+  }
+
+  Primitive& primitive_for(const ConvGeometry& g, bool residual) {
+    const auto key = std::make_tuple(g.n, g.h, g.w, residual);
+    auto it = primitives_.find(key);
+    if (it != primitives_.end()) return it->second;
+    using dt = memory::data_type;
+    const memory::desc src({g.n, g.c, g.h, g.w}, dt::f32, Tag::nhwc);
+    const memory::desc dst({g.n, g.o, g.oh, g.ow}, dt::f32, Tag::nhwc);
+    memory::desc weights = user_weights_md();
+    weights = memory::desc(weights.dims(), dt::f32, Tag::any);
+    dnnl::post_ops ops;
+    cpu::append_activation(ops, p_.act);
+    Primitive prim;
+    if (residual) {  // added after the activation
+      prim.residual_post_op = ops.len();
+      ops.append_binary(dnnl::algorithm::binary_add, dst);
+    }
+    const dnnl::primitive_attr attr = cpu::onednn_attr(ops);
+    const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                               src, weights, bias_.empty() ? memory::desc() : bias_md(), dst,
+                                               {p_.stride_h, p_.stride_w}, {p_.dilation_h - 1, p_.dilation_w - 1},
+                                               {g.pad_top, g.pad_left}, {g.pad_bottom, g.pad_right});
+    prim.pd = dnnl::convolution_forward::primitive_desc(desc, attr, cpu::onednn_engine());
+    prim.conv = dnnl::convolution_forward(prim.pd);
+    prim.weights = &weights_for(prim.pd.weights_desc());
+    return primitives_.emplace(key, std::move(prim)).first->second;
+  }
+
+  // The weights reordered into `layout` once; primitives for other sizes usually pick the same.
+  const memory& weights_for(const memory::desc& layout) {
+    for (const auto& [md, mem] : packed_)
+      if (md == layout) return mem;
+    dnnl::engine& engine = cpu::onednn_engine();
+    memory user(user_weights_md(), engine, weight_.data());
+    memory packed(layout, engine);
+    dnnl::reorder(user, packed).execute(cpu::onednn_stream(), user, packed);
+    cpu::onednn_stream().wait();
+    packed_.emplace_back(layout, packed);
+    return packed_.back().second;
+  }
+
+  Conv2dParams p_;
+  Shape w_shape_;
+  std::vector<float> weight_, bias_, scratch_;          // scratch_: the input transposed or gated
+  std::vector<double> partial_;                         // channel_mean's sums per chunk of pixels
+  std::deque<std::pair<memory::desc, memory>> packed_;  // a deque: primitives keep pointers into it
+  std::map<std::tuple<int, int, int, bool>, Primitive> primitives_;
+};
+
+}  // namespace
+
+KILN_REGISTER_CPU_FAST_KERNELS(conv2d) { registry.add_fast("conv2d", OnednnConv2dKernel::make); }
+
+}  // namespace kiln

@@ -1,0 +1,67 @@
+#include "backends/cpu/onednn.h"
+
+#include <cstdlib>
+#include <memory>
+
+namespace kiln::cpu {
+
+dnnl::engine& onednn_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& onednn_stream() {
+  static dnnl::stream stream(onednn_engine());
+  return stream;
+}
+
+dnnl::primitive_attr onednn_attr(const dnnl::post_ops& ops) {
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+dnnl::memory onednn_scratchpad(const dnnl::memory::desc& scratchpad_desc) {
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<void, Free> buffer;
+  thread_local size_t capacity = 0;
+  const size_t bytes = scratchpad_desc.get_size();
+  if (bytes > capacity) {
+    buffer.reset(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    capacity = buffer ? bytes : 0;
+    if (!buffer) throw std::bad_alloc();
+  }
+  return dnnl::memory(scratchpad_desc, onednn_engine(), buffer.get());
+}
+
+bool append_activation(dnnl::post_ops& ops, Activation act) {
+  using dnnl::algorithm;
+  switch (act) {
+    case Activation::None:
+      return true;
+    case Activation::ReLU:
+      ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+      return true;
+    case Activation::SiLU:  // x * sigmoid(alpha * x)
+      ops.append_eltwise(1.0f, algorithm::eltwise_swish, 1.0f, 0.0f);
+      return true;
+    case Activation::Sigmoid:
+      ops.append_eltwise(1.0f, algorithm::eltwise_logistic, 0.0f, 0.0f);
+      return true;
+    case Activation::Tanh:
+      ops.append_eltwise(1.0f, algorithm::eltwise_tanh, 0.0f, 0.0f);
+      return true;
+    case Activation::Gelu:
+      ops.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+      return true;
+    case Activation::GeluTanh:
+      ops.append_eltwise(1.0f, algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+      return true;
+  }
+  return false;
+}
+
+}  // namespace kiln::cpu

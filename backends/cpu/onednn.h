@@ -1,0 +1,28 @@
+// oneDNN for the fast CPU kernels (backends/cpu/fast/): one CPU engine and stream per process,
+// and kiln's activations as oneDNN post-ops. oneDNN (Debian's build) runs its primitives on
+// OpenMP, the same thread pool as the reference kernels' loops.
+#pragma once
+
+#include <optional>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "graph/ops/activation.h"
+
+namespace kiln::cpu {
+
+dnnl::engine& onednn_engine();
+dnnl::stream& onednn_stream();
+
+// Primitive attributes with the scratchpad left to the caller (by default oneDNN allocates it
+// for each execution and frees it after).
+dnnl::primitive_attr onednn_attr(const dnnl::post_ops& ops);
+// A scratchpad for `pd` on the calling thread: one buffer per thread, grown as needed and kept
+// (primitives run synchronously, one at a time per thread).
+dnnl::memory onednn_scratchpad(const dnnl::memory::desc& scratchpad_desc);
+
+// Appends `act` to `ops` as an eltwise post-op; false for an activation oneDNN has no exact
+// counterpart of (the caller then declines the node).
+bool append_activation(dnnl::post_ops& ops, Activation act);
+
+}  // namespace kiln::cpu

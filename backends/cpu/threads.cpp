@@ -1,0 +1,104 @@
+#include "backends/cpu/threads.h"
+
+#include <sched.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "core/error.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+std::atomic<int> g_threads{0};  // 0: not chosen yet
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  return line;
+}
+
+// Physical cores among the CPUs this process may run on (hyperthread siblings counted once).
+int physical_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  std::set<std::pair<std::string, std::string>> cores;
+  int cpus = 0;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &set)) continue;
+    ++cpus;
+    const std::string topo = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+    const std::string core = read_first_line(topo + "core_id"), package = read_first_line(topo + "physical_package_id");
+    cores.emplace(package, core.empty() ? "cpu" + std::to_string(c) : core);
+  }
+  return std::max<int>(1, cores.empty() ? cpus : static_cast<int>(cores.size()));
+}
+
+// CPUs a cgroup quota allows (v2 cpu.max "quota period", v1 cfs files), rounded up; 0: no limit.
+int cgroup_cpu_limit() {
+  double quota = -1, period = 0;
+  const std::string v2 = read_first_line("/sys/fs/cgroup/cpu.max");
+  if (!v2.empty()) {
+    if (v2.rfind("max", 0) == 0) return 0;
+    quota = std::atof(v2.c_str());
+    const size_t space = v2.find(' ');
+    period = space == std::string::npos ? 0 : std::atof(v2.c_str() + space + 1);
+  } else {
+    quota = std::atof(read_first_line("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").c_str());
+    period = std::atof(read_first_line("/sys/fs/cgroup/cpu/cpu.cfs_period_us").c_str());
+  }
+  if (quota <= 0 || period <= 0) return 0;
+  return std::max(1, static_cast<int>(std::ceil(quota / period)));
+}
+
+}  // namespace
+
+int default_threads() {
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    const int n = std::atoi(env);  // "4" or "4,2" (nested levels): the first level
+    if (n >= 1) return n;
+  }
+  int n = physical_cores();
+  if (const int limit = cgroup_cpu_limit(); limit > 0) n = std::min(n, limit);
+  return n;
+}
+
+int threads() {
+  int n = g_threads.load();
+  if (n == 0) {
+    int expected = 0;
+    g_threads.compare_exchange_strong(expected, default_threads());
+    n = g_threads.load();
+  }
+  return n;
+}
+
+void set_threads(int n) {
+  KILN_CHECK(n >= 1 && n <= 4096, "[cpu] threads must be 1..4096, not {}", n);
+  g_threads.store(n);
+}
+
+void use_threads() {
+#ifdef _OPENMP
+  thread_local int applied = 0;
+  const int want = threads();
+  if (applied != want) {
+    omp_set_num_threads(want);
+    applied = want;
+  }
+#endif
+}
+
+}  // namespace kiln::cpu
