@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/half.h"
+
 namespace kiln {
 
 inline constexpr float kE4M3Max = 448.0f;
@@ -46,6 +48,13 @@ inline float decode_e4m3(uint8_t b) {
   if (e == 0xf && m == 7) return NAN;
   if (e == 0) return sign * std::ldexp(static_cast<float>(m), -9);
   return sign * std::ldexp(1.0f + m / 8.0f, e - 7);
+}
+
+// An FP8 layer's input as the CPU emulates it (graph/ops/conv2d.h): the fp16 value that layers
+// exchange, rounded to E4M3 at `scale` and scaled back; an E4M3 input (`is_e4m3`) holds the
+// code's value already, which the scale turns into the activation.
+inline float fp8_layer_input(float x, float scale, bool is_e4m3) {
+  return is_e4m3 ? x * scale : round_to_e4m3(half_to_float(float_to_half(x)) * (1.0f / scale)) * scale;
 }
 
 }  // namespace kiln

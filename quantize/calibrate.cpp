@@ -76,8 +76,10 @@ std::map<int, float> calibrate_activations(const ModelDefinition& def, const std
                                            const classification::PreprocessConfig& pre, const QuantRecipe& recipe,
                                            const CalibrationOptions& o) {
   KILN_CHECK(o.samples > 0, "[calibrate] --calib-samples must be at least 1");
-  // The CPU engine runs the graph as built (no rewrites), so its node indices are the graph's.
-  Engine engine(def.graph(), def.constants(), EngineOptions{"cpu"});
+  // The CPU reference engine runs the graph as built (no rewrites), so its node indices are the
+  // graph's and every node's input is observed as the graph computes it (the fast kernels would
+  // see a conv's input before its fused squeeze-excite gate).
+  Engine engine(def.graph(), def.constants(), EngineOptions{"cpu-reference"});
   std::map<int, AbsHistogram> hist;
   for (int n : nodes) hist[n];
   engine.set_observer([&](int node, const float* x, int64_t count) {

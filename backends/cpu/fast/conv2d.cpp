@@ -14,6 +14,7 @@
 #include "backends/cpu/cpu_kernel.h"
 #include "backends/cpu/onednn.h"
 #include "core/error.h"
+#include "core/fp8.h"
 #include "graph/ops/conv2d.h"
 
 namespace kiln {
@@ -82,15 +83,14 @@ class OnednnConv2dKernel : public CpuKernel {
     if (wv.kind != ValueKind::Constant) return nullptr;
     const Shape w_shape = resolve(wv.shape, {});
     const Conv2dParams p = conv2d_params(n, w_shape);
-    if (p.fp8_input() || n.input(WeightScale) >= 0 || graph.values()[n.outputs[0]].dtype == DType::F8E4M3 ||
-        (p.nchw_input && n.input(Gate) >= 0))
+    if (graph.values()[n.outputs[0]].dtype == DType::F8E4M3 || (p.nchw_input && (n.input(Gate) >= 0 || p.fp8_input())))
       return nullptr;
     dnnl::post_ops probe;
     if (!cpu::append_activation(probe, p.act)) return nullptr;
     return std::unique_ptr<CpuKernel>(new OnednnConv2dKernel(graph, n, w_shape, p, constants));
   }
 
-  bool packs_input(int slot) const override { return slot == Weight || slot == Bias; }
+  bool packs_input(int slot) const override { return slot == Weight || slot == Bias || slot == WeightScale; }
   std::string describe() const override { return "onednn"; }
 
   void run(const KernelArgs& a, int) override {
@@ -100,12 +100,15 @@ class OnednnConv2dKernel : public CpuKernel {
     Primitive& prim = primitive_for(g, residual);
     const float* x = xt.as<const float>();
     const int64_t pixels = static_cast<int64_t>(g.h) * g.w;
-    if (p_.nchw_input || has(a, Gate)) {
+    if (p_.nchw_input || has(a, Gate) || p_.fp8_input()) {
       scratch_.resize(static_cast<size_t>(g.n * pixels * g.c));
       if (p_.nchw_input)
         nchw_to_nhwc(x, scratch_.data(), g.n, pixels, g.c);
-      else
+      else if (has(a, Gate))
         apply_gate(x, a.inputs[Gate].as<const float>(), scratch_.data(), g.n, pixels, g.c);
+      else
+        std::copy(x, x + g.n * pixels * g.c, scratch_.data());
+      if (p_.fp8_input()) quantize(scratch_.data(), g.n * pixels * g.c);
       x = scratch_.data();
     }
     float* y = a.outputs[0].as<float>();
@@ -138,7 +141,18 @@ class OnednnConv2dKernel : public CpuKernel {
                      const ConstantLookup& constants)
       : p_(p), w_shape_(std::move(w_shape)) {
     weight_ = constants(graph.values()[n.inputs[Weight]].name).to_f32();
+    x_is_e4m3_ = graph.values()[n.inputs[X]].dtype == DType::F8E4M3;
+    if (n.input(WeightScale) >= 0) {  // E4M3 values times their output channel's scale
+      const std::vector<float> scale = constants(graph.values()[n.inputs[WeightScale]].name).to_f32();
+      const size_t per_out = weight_.size() / scale.size();
+      for (size_t i = 0; i < weight_.size(); ++i) weight_[i] *= scale[i / per_out];
+    }
     if (n.input(Bias) >= 0) bias_ = constants(graph.values()[n.inputs[Bias]].name).to_f32();
+  }
+
+  void quantize(float* x, int64_t count) const {
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < count; ++e) x[e] = fp8_layer_input(x[e], p_.input_scale, x_is_e4m3_);
   }
 
   static bool has(const KernelArgs& a, int slot) {
@@ -196,6 +210,7 @@ class OnednnConv2dKernel : public CpuKernel {
 
   Conv2dParams p_;
   Shape w_shape_;
+  bool x_is_e4m3_ = false;
   std::vector<float> weight_, bias_, scratch_;          // scratch_: the input transposed or gated
   std::vector<double> partial_;                         // channel_mean's sums per chunk of pixels
   std::deque<std::pair<memory::desc, memory>> packed_;  // a deque: primitives keep pointers into it

@@ -11,7 +11,6 @@
 #include "backends/cpu/gemm.h"
 #include "core/error.h"
 #include "core/fp8.h"
-#include "core/half.h"
 #include "graph/ops/conv2d.h"
 
 namespace kiln {
@@ -230,11 +229,9 @@ class Conv2dKernel : public CpuKernel {
   // The FP8 layer's input: the fp16 tensor layers exchange, as E4M3 at the input scale (an
   // f8e4m3 input holds those values already).
   void quantize_input(int64_t count) {
-    const float scale = p_.input_scale, inv = 1.0f / scale;
     float* q = x_.data();
 #pragma omp parallel for schedule(static)
-    for (int64_t e = 0; e < count; ++e)
-      q[e] = x_is_e4m3_ ? q[e] * scale : round_to_e4m3(half_to_float(float_to_half(q[e])) * inv) * scale;
+    for (int64_t e = 0; e < count; ++e) q[e] = fp8_layer_input(q[e], p_.input_scale, x_is_e4m3_);
   }
 
   Conv2dParams p_;
