@@ -2,8 +2,9 @@
 // one JIT-compiled primitive per input size (weights reordered once into the layout it picks);
 // NHWC in and out like the rest of the engine. What oneDNN cannot fuse is done around it: the
 // squeeze-excite gate multiplies the input into a scratch copy (an NCHW input is transposed
-// into one), the fused average pool is a pass over the output. FP8 layers decline (the reference emulates them
-// exactly).
+// into one), the fused average pool is a pass over the output. An FP8 layer computes what the
+// reference's emulation computes: its input rounded to E4M3 the same way (cpu/fp8_input.h), its
+// E4M3 weights widened to f32 with their scales once; an E4M3 output declines.
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -12,9 +13,9 @@
 #include <vector>
 
 #include "backends/cpu/cpu_kernel.h"
+#include "backends/cpu/fp8_input.h"
 #include "backends/cpu/onednn.h"
 #include "core/error.h"
-#include "core/fp8.h"
 #include "graph/ops/conv2d.h"
 
 namespace kiln {
@@ -108,7 +109,7 @@ class OnednnConv2dKernel : public CpuKernel {
         apply_gate(x, a.inputs[Gate].as<const float>(), scratch_.data(), g.n, pixels, g.c);
       else
         std::copy(x, x + g.n * pixels * g.c, scratch_.data());
-      if (p_.fp8_input()) quantize(scratch_.data(), g.n * pixels * g.c);
+      if (p_.fp8_input()) cpu::round_fp8_inputs(scratch_.data(), g.n * pixels * g.c, p_.input_scale, x_is_e4m3_);
       x = scratch_.data();
     }
     float* y = a.outputs[0].as<float>();
@@ -148,11 +149,6 @@ class OnednnConv2dKernel : public CpuKernel {
       for (size_t i = 0; i < weight_.size(); ++i) weight_[i] *= scale[i / per_out];
     }
     if (n.input(Bias) >= 0) bias_ = constants(graph.values()[n.inputs[Bias]].name).to_f32();
-  }
-
-  void quantize(float* x, int64_t count) const {
-#pragma omp parallel for schedule(static)
-    for (int64_t e = 0; e < count; ++e) x[e] = fp8_layer_input(x[e], p_.input_scale, x_is_e4m3_);
   }
 
   static bool has(const KernelArgs& a, int slot) {
