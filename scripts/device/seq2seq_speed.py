@@ -4,8 +4,9 @@
 # Beam 4 at batch 32 (CTranslate2's protocol) over 256 sources, and greedy at batch 1 over 20.
 #   python3 scripts/device/seq2seq_speed.py KILN STAGE OUT {opus-mt-en-de|bart-large-cnn}
 # MODEL_ONLY=1 only writes the random checkpoint to /tmp/<model>-random; PEERS=0 times kiln alone.
-# CPU_THREADS=N then times both on the CPU with N threads (an fp32 kiln bundle; transformers
-# fp32 eager): beam 4 over CPU_SOURCES sources in one batch, greedy over 4 sources one by one.
+# CPU_THREADS=N then times both on the CPU with N threads (an fp32 kiln bundle on the fast and
+# on the reference kernels; transformers fp32 eager): beam 4 over CPU_SOURCES sources in one
+# batch, greedy over 5 sources one by one.
 import json, os, shutil, subprocess, sys, time
 
 import torch
@@ -136,6 +137,9 @@ if threads:
     for label, beam_fn, greedy_fn in [
         (f"kiln fp32 cpu {threads} threads", lambda: kiln(cpu_bundle, "/tmp/cpu_beam.txt", 4, cpu_sources, "cpu", 0, env),
          lambda: kiln(cpu_bundle, "/tmp/cpu_greedy.txt", 1, 1, "cpu", 1, env)),
+        (f"kiln fp32 cpu-reference {threads} threads",
+         lambda: kiln(cpu_bundle, "/tmp/cpu_beam.txt", 4, cpu_sources, "cpu-reference", 0, env),
+         lambda: kiln(cpu_bundle, "/tmp/cpu_greedy.txt", 1, 1, "cpu-reference", 1, env)),
         (f"transformers fp32 cpu {threads} threads", lambda: hf(torch.float32, beam_sources[:cpu_sources], 4,
                                                                 cpu_sources, "cpu"),
          lambda: hf(torch.float32, greedy_sources[:5], 1, 1, "cpu"))]:

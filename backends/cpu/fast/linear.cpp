@@ -1,9 +1,7 @@
-// linear and mlp on oneDNN inner products (graph/ops/linear.h): x [..., K] as rows times the
-// weights reordered once into the layout oneDNN picks, bias, activation and residual fused as
-// post-ops; one primitive per row count. Weights that are not constants decline (the reference
-// kernel takes them). The reference's OpenBLAS calls from many threads at once were its
-// problem: on 16 cores squeeze-excite's tiny mlps took 2 ms each.
-#include <deque>
+// linear and mlp on oneDNN matmuls (graph/ops/linear.h): x [..., K] as rows times the weights
+// as stored, bias, activation and residual fused as post-ops; one primitive per row count. Weights that are not
+// constants decline (the reference kernel takes them). The reference's OpenBLAS calls from many threads at once were
+// its problem: on 16 cores squeeze-excite's tiny mlps took 2 ms each.
 #include <map>
 #include <unordered_map>
 #include <vector>
@@ -46,7 +44,7 @@ class Dense {
     dnnl::engine& engine = cpu::onednn_engine();
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memory(p.pd.src_desc(), engine, const_cast<float*>(x))},
-        {DNNL_ARG_WEIGHTS, *p.weights},
+        {DNNL_ARG_WEIGHTS, memory(weights_md(), engine, weight_.data())},
         {DNNL_ARG_DST, memory(p.pd.dst_desc(), engine, y)},
         {DNNL_ARG_SCRATCHPAD, cpu::onednn_scratchpad(p.pd.scratchpad_desc())},
     };
@@ -54,19 +52,22 @@ class Dense {
     if (residual)
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.residual_post_op) | DNNL_ARG_SRC_1,
                    memory(p.pd.dst_desc(), engine, const_cast<float*>(residual)));
-    p.ip.execute(cpu::onednn_stream(), args);
+    p.matmul.execute(cpu::onednn_stream(), args);
     cpu::onednn_stream().wait();
   }
 
  private:
   struct Primitive {
-    dnnl::inner_product_forward::primitive_desc pd;
-    dnnl::inner_product_forward ip;
-    const memory* weights = nullptr;
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul matmul;
     int residual_post_op = -1;
   };
 
-  memory::desc bias_md() const { return memory::desc({out_}, dt::f32, Tag::a); }
+  // W^T as a [K, N] matrix: the stored [N, K] rows read column by column ("ba"), used in place.
+  // A reordered copy (oneDNN's preferred layout) was slower for decoders: their row count changes
+  // from step to step, and the layout with it.
+  memory::desc weights_md() const { return memory::desc({in_, out_}, dt::f32, Tag::ba); }
+  memory::desc bias_md() const { return memory::desc({1, out_}, dt::f32, Tag::ab); }
 
   Primitive& primitive_for(int64_t rows, bool residual) {
     const auto key = std::make_pair(rows, residual);
@@ -81,31 +82,15 @@ class Dense {
       ops.append_binary(dnnl::algorithm::binary_add, dst);
     }
     const dnnl::primitive_attr attr = cpu::onednn_attr(ops);
-    const dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src,
-                                                 memory::desc({out_, in_}, dt::f32, Tag::any),
-                                                 bias_.empty() ? memory::desc() : bias_md(), dst);
-    p.pd = dnnl::inner_product_forward::primitive_desc(desc, attr, cpu::onednn_engine());
-    p.ip = dnnl::inner_product_forward(p.pd);
-    p.weights = &weights_for(p.pd.weights_desc());
+    const dnnl::matmul::desc desc(src, weights_md(), bias_.empty() ? memory::desc() : bias_md(), dst);
+    p.pd = dnnl::matmul::primitive_desc(desc, attr, cpu::onednn_engine());
+    p.matmul = dnnl::matmul(p.pd);
     return primitives_.emplace(key, std::move(p)).first->second;
-  }
-
-  const memory& weights_for(const memory::desc& layout) {
-    for (const auto& [md, mem] : packed_)
-      if (md == layout) return mem;
-    dnnl::engine& engine = cpu::onednn_engine();
-    memory user(memory::desc({out_, in_}, dt::f32, Tag::ab), engine, weight_.data());
-    memory packed(layout, engine);
-    dnnl::reorder(user, packed).execute(cpu::onednn_stream(), user, packed);
-    cpu::onednn_stream().wait();
-    packed_.emplace_back(layout, packed);
-    return packed_.back().second;
   }
 
   Activation act_;
   int64_t in_ = 0, out_ = 0;
   std::vector<float> weight_, bias_;
-  std::deque<std::pair<memory::desc, memory>> packed_;  // a deque: primitives keep pointers into it
   std::map<std::pair<int64_t, bool>, Primitive> primitives_;
 };
 
