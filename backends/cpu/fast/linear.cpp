@@ -1,12 +1,15 @@
 // linear and mlp on oneDNN matmuls (graph/ops/linear.h): x [..., K] as rows times the weights
-// as stored, bias, activation and residual fused as post-ops; one primitive per row count. Weights that are not
+// as stored, bias, activation and residual fused as post-ops; one primitive per row count. Up to
+// 8 rows (a decoder step) kiln's own matrix-vector loop (cpu/gemv.h) streams the weights faster. Weights that are not
 // constants decline (the reference kernel takes them). The reference's OpenBLAS calls from many threads at once were
 // its problem: on 16 cores squeeze-excite's tiny mlps took 2 ms each.
 #include <map>
 #include <unordered_map>
 #include <vector>
 
+#include "backends/cpu/activation.h"
 #include "backends/cpu/cpu_kernel.h"
+#include "backends/cpu/gemv.h"
 #include "backends/cpu/onednn.h"
 #include "graph/ops/linear.h"
 
@@ -40,6 +43,16 @@ class Dense {
   int64_t out() const { return out_; }
 
   void run(const float* x, float* y, int64_t rows, const float* residual) {
+    if (rows <= cpu::kGemvMaxRows) {  // a decoder step: stream the weights once (cpu/gemv.h)
+      cpu::gemv_rows(x, weight_.data(), y, rows, in_, out_);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* row = y + r * out_;
+        cpu::bias_activation_row(row, static_cast<int>(out_), bias_.empty() ? nullptr : bias_.data(), act_);
+        if (residual)
+          for (int64_t n = 0; n < out_; ++n) row[n] += residual[r * out_ + n];
+      }
+      return;
+    }
     Primitive& p = primitive_for(rows, residual != nullptr);
     dnnl::engine& engine = cpu::onednn_engine();
     std::unordered_map<int, memory> args = {
