@@ -1,7 +1,7 @@
 // y[r, n] = x[r, :] . w[n, :] for a few rows r (a decoder step: one row per beam): the weights
-// [out, in] stream through once, output columns split over the threads. oneDNN's matmul read them
-// at about 60% of this speed for one row, and OpenBLAS's sgemv called from many threads at once
-// serialises on its buffer lock (a Marian step took 48 ms on 16 threads).
+// [out, in] stream through once, output columns split over the threads. Measured on a greedy
+// opus-mt-en-de step (2 Xeon cores): oneDNN's matmul 18.0 ms, this loop 12.3, OpenBLAS's sgemv
+// 11.4; but OpenBLAS called from 16 threads at once serialises (121 ms a step, this loop 4.9).
 #pragma once
 
 #include <cstdint>
