@@ -48,7 +48,7 @@ const CpuKernelFactory* CpuKernelRegistry::find_fast(const std::string& op) cons
 
 namespace {
 
-// Runs a CPU kernel on the thread count set for the process (cpu_threads) and, unless the
+// Runs a CPU kernel on the thread count set for the process (cpu/threads.h) and, unless the
 // kernel moves any type itself, gives it its float inputs as f32 and rounds its f32 outputs to
 // the outputs' types.
 class CpuKernelAdapter : public Kernel {

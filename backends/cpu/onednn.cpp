@@ -10,8 +10,10 @@ dnnl::engine& onednn_engine() {
   return engine;
 }
 
+// One per thread: engines may run on several threads at once (kiln serve), and a stream is not
+// meant to be shared between threads.
 dnnl::stream& onednn_stream() {
-  static dnnl::stream stream(onednn_engine());
+  thread_local dnnl::stream stream(onednn_engine());
   return stream;
 }
 

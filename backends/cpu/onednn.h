@@ -1,6 +1,6 @@
-// oneDNN for the fast CPU kernels (backends/cpu/fast/): one CPU engine and stream per process,
-// and kiln's activations as oneDNN post-ops. oneDNN (Debian's build) runs its primitives on
-// OpenMP, the same thread pool as the reference kernels' loops.
+// oneDNN for the fast CPU kernels (backends/cpu/fast/): one CPU engine per process, a stream per
+// thread, and kiln's activations as oneDNN post-ops. oneDNN (Debian's build) runs its primitives
+// on OpenMP, the same thread pool as the reference kernels' loops.
 #pragma once
 
 #include <optional>
