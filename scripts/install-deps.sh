@@ -8,6 +8,7 @@ packages=(
   libjpeg62-turbo-dev libpng-dev libwebp-dev                    # image decoders
   libcurl4-openssl-dev libssl-dev libcpp-httplib-dev curl       # Hub downloads, sha256, kiln serve and its tests
   libopenblas-dev libdnnl-dev libarchive-dev                    # CPU GEMMs and convolutions, WebDataset shards
+  ocl-icd-opencl-dev                                            # OpenCL, which Debian's dnnl-config.cmake requires (only recommended)
   libsentencepiece-dev libpcre2-dev                             # SentencePiece and byte-level BPE tokenizers
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc   # kiln serve's gRPC API
   python3 python3-grpcio python3-protobuf                       # a Python gRPC client in its tests
