@@ -1,9 +1,15 @@
-// linear and mlp on oneDNN matmuls (graph/ops/linear.h): x [..., K] as rows times the weights
-// as stored, bias, activation and residual fused as post-ops; one primitive per row count. Up to
-// 8 rows (a decoder step) kiln's own matrix-vector loop (cpu/gemv.h) streams the weights faster. Weights that are not
-// constants decline (the reference kernel takes them). The reference's OpenBLAS calls from many threads at once were
-// its problem: on 16 cores squeeze-excite's tiny mlps took 2 ms each.
+// linear and mlp on oneDNN matmuls (graph/ops/linear.h): x [..., K] as rows times the weights,
+// bias, activation and residual fused as post-ops; one primitive per row count. Up to 8 rows (a
+// decoder step) kiln's own matrix-vector loop (cpu/gemv.h) streams the weights as stored faster.
+// More rows (beams, an encoder) take a copy of the weights reordered once into the blocked layout
+// oneDNN's matmul picks: on the opus-mt-en-de shapes at 2 threads it beat the matmul on the
+// weights as stored by 5-50% and OpenBLAS's sgemm by 10-80% (bench/cpu/dense_shapes.cpp,
+// bench/results/2026-12-03-cpu-transformer.md). Weights that are not constants decline (the
+// reference kernel takes them). The reference's OpenBLAS calls from many threads at once were its
+// problem: on 16 cores squeeze-excite's tiny mlps took 2 ms each.
 #include <map>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -57,7 +63,7 @@ class Dense {
     dnnl::engine& engine = cpu::onednn_engine();
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memory(p.pd.src_desc(), engine, const_cast<float*>(x))},
-        {DNNL_ARG_WEIGHTS, memory(weights_md(), engine, weight_.data())},
+        {DNNL_ARG_WEIGHTS, p.packed ? *packed_ : memory(stored_md(), engine, weight_.data())},
         {DNNL_ARG_DST, memory(p.pd.dst_desc(), engine, y)},
         {DNNL_ARG_SCRATCHPAD, cpu::onednn_scratchpad(p.pd.scratchpad_desc())},
     };
@@ -73,15 +79,18 @@ class Dense {
   struct Primitive {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul matmul;
+    bool packed = false;  // on packed_, else on the weights as stored
     int residual_post_op = -1;
   };
 
-  // W^T as a [K, N] matrix: the stored [N, K] rows read column by column ("ba"), used in place.
-  // A reordered copy (oneDNN's preferred layout) was slower for decoders: their row count changes
-  // from step to step, and the layout with it.
-  memory::desc weights_md() const { return memory::desc({in_, out_}, dt::f32, Tag::ba); }
+  // W^T as a [K, N] matrix: the stored [N, K] rows read column by column ("ba").
+  memory::desc stored_md() const { return memory::desc({in_, out_}, dt::f32, Tag::ba); }
   memory::desc bias_md() const { return memory::desc({1, out_}, dt::f32, Tag::ab); }
 
+  // The first row count over kGemvMaxRows lets oneDNN pick the weights' layout and packs them
+  // into it (a second copy, made only by models that see such batches); later row counts use
+  // that copy where a matmul for them takes its layout (they usually do: the layout follows K
+  // and N), else the weights as stored.
   Primitive& primitive_for(int64_t rows, bool residual) {
     const auto key = std::make_pair(rows, residual);
     auto it = primitives_.find(key);
@@ -95,15 +104,40 @@ class Dense {
       ops.append_binary(dnnl::algorithm::binary_add, dst);
     }
     const dnnl::primitive_attr attr = cpu::onednn_attr(ops);
-    const dnnl::matmul::desc desc(src, weights_md(), bias_.empty() ? memory::desc() : bias_md(), dst);
-    p.pd = dnnl::matmul::primitive_desc(desc, attr, cpu::onednn_engine());
+    const memory::desc bias = bias_.empty() ? memory::desc() : bias_md();
+    const auto make = [&](const memory::desc& weights) {
+      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, bias, dst), attr, cpu::onednn_engine());
+    };
+    if (!layout_) {
+      layout_ = make(memory::desc({in_, out_}, dt::f32, Tag::any)).weights_desc();
+      if (*layout_ != stored_md()) pack(*layout_);
+    }
+    if (packed_) {
+      try {
+        p.pd = make(*layout_);
+        // oneDNN falls back to its slow reference code where no fast matmul takes a layout.
+        p.packed = std::string(p.pd.impl_info_str()).rfind("ref", 0) != 0;
+      } catch (const dnnl::error&) {  // no matmul for this row count on that layout
+      }
+    }
+    if (!p.packed) p.pd = make(stored_md());
     p.matmul = dnnl::matmul(p.pd);
     return primitives_.emplace(key, std::move(p)).first->second;
   }
 
+  void pack(const memory::desc& layout) {
+    dnnl::engine& engine = cpu::onednn_engine();
+    memory stored(stored_md(), engine, weight_.data());
+    packed_.emplace(layout, engine);
+    dnnl::reorder(stored, *packed_).execute(cpu::onednn_stream(), stored, *packed_);
+    cpu::onednn_stream().wait();
+  }
+
   Activation act_;
   int64_t in_ = 0, out_ = 0;
-  std::vector<float> weight_, bias_;
+  std::vector<float> weight_, bias_;    // weight_: [N, K] as stored, for gemv_rows and as the source of packed_
+  std::optional<memory::desc> layout_;  // what oneDNN picked for the first row count
+  std::optional<memory> packed_;        // the weights in layout_, where that is not as stored
   std::map<std::pair<int64_t, bool>, Primitive> primitives_;
 };
 

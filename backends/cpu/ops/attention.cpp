@@ -6,14 +6,12 @@
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/attention_inputs.h"
 #include "backends/cpu/cpu_kernel.h"
-#include "core/error.h"
 
 namespace kiln {
 
 namespace {
-
-enum : int { Q = 0, K, V, Mask, KvLength };
 
 class AttentionKernel : public CpuKernel {
  public:
@@ -23,23 +21,14 @@ class AttentionKernel : public CpuKernel {
     causal_ = n.attrs.get_int("causal") != 0;
   }
   void run(const KernelArgs& a, int) override {
-    const TensorRef &q = a.inputs[Q], &k = a.inputs[K], &v = a.inputs[V];
+    const TensorRef &q = a.inputs[cpu::AttnQ], &k = a.inputs[cpu::AttnK], &v = a.inputs[cpu::AttnV];
     const int64_t nb = q.shape[0], nh = q.shape[1], sq = q.shape[2], d = q.shape[3];
     const int64_t nkv = k.shape[1], sk = k.shape[2], dv = v.shape[3];
     const double scale = scale_ != 0 ? scale_ : 1.0 / std::sqrt(static_cast<double>(d));
-    const std::vector<int64_t> lengths = kv_lengths(a, nb, sk);
-    // The mask's stride along each of [B, H, Sq, Sk]: 0 where it broadcasts.
-    int64_t ms[4] = {0, 0, 0, 0};
-    const float* mask = nullptr;
-    if (a.inputs.size() > Mask && a.inputs[Mask].data) {
-      const Shape& m = a.inputs[Mask].shape;
-      mask = a.inputs[Mask].as<const float>();
-      int64_t s = 1;
-      for (size_t i = m.size(); i-- > 0;) {
-        ms[4 - m.size() + i] = m[i] == 1 ? 0 : s;
-        s *= m[i];
-      }
-    }
+    const std::vector<int64_t> lengths = cpu::attention_kv_lengths(a, nb, sk);
+    const cpu::AttentionMask m = cpu::attention_mask(a);
+    const float* mask = m.data;
+    const int64_t* ms = m.stride;
     const float* pq = q.as<const float>();
     const float* pk = k.as<const float>();
     const float* pv = v.as<const float>();
@@ -78,19 +67,6 @@ class AttentionKernel : public CpuKernel {
   }
 
  private:
-  // kv_length per batch, checked to lie in [0, Sk]; Sk for every batch when there is none.
-  static std::vector<int64_t> kv_lengths(const KernelArgs& a, int64_t nb, int64_t sk) {
-    std::vector<int64_t> out(static_cast<size_t>(nb), sk);
-    if (a.inputs.size() <= KvLength || !a.inputs[KvLength].data) return out;
-    const TensorRef& t = a.inputs[KvLength];
-    for (int64_t b = 0; b < nb; ++b) {
-      out[b] = t.dtype == DType::I32 ? t.as<const int32_t>()[b] : t.as<const int64_t>()[b];
-      KILN_CHECK(out[b] >= 0 && out[b] <= sk, "[attention] {}: kv_length[{}] = {} is out of range [0, {}]",
-                 a.node->name, b, out[b], sk);
-    }
-    return out;
-  }
-
   double scale_ = 0;
   bool causal_ = false;
 };

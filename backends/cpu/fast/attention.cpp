@@ -1,0 +1,99 @@
+// attention in float, vectorised (the reference, backends/cpu/ops/attention.cpp, is the spec: it
+// works in double with libm's scalar exp, which made attention and exp a fifth of a beam-search
+// step). Same semantics: one query row at a time, keys past kv_length (or after the row under
+// causal) skipped, a row that sees none or only -inf mask entries gives zeros; rows over the
+// threads. Dot products and the weighted sum of values run as `omp simd` loops, the exponentials
+// on cpu::exp_approx, all built for AVX-512, AVX2 and the baseline.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backends/cpu/activation.h"
+#include "backends/cpu/attention_inputs.h"
+#include "backends/cpu/cpu_kernel.h"
+
+namespace kiln {
+
+namespace {
+
+// One query row: y[dv] = softmax(scale * q.K^T + mask) V over the first `seen` keys. `p` holds
+// `seen` floats of scratch; `mask_stride` steps along the keys (0: one value for all).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void attend_row(
+    const float* __restrict q, const float* __restrict k, const float* __restrict v, const float* mask,
+    int64_t mask_stride, float scale, int64_t seen, int64_t d, int64_t dv, float* __restrict p, float* __restrict y) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < seen; ++j) {
+    const float* __restrict kj = k + j * d;
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t c = 0; c < d; ++c) dot += q[c] * kj[c];
+    p[j] = scale * dot + (mask ? mask[j * mask_stride] : 0.0f);
+    max = std::max(max, p[j]);
+  }
+  for (int64_t c = 0; c < dv; ++c) y[c] = 0.0f;
+  if (max == -std::numeric_limits<float>::infinity()) return;
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < seen; ++j) {
+    const float e = cpu::exp_approx(p[j] - max);  // clamped at -87: a -inf mask entry must weigh nothing
+    p[j] = p[j] == -std::numeric_limits<float>::infinity() ? 0.0f : e;
+    sum += p[j];
+  }
+  for (int64_t j = 0; j < seen; ++j) {
+    const float* __restrict vj = v + j * dv;
+    const float pj = p[j];
+#pragma omp simd
+    for (int64_t c = 0; c < dv; ++c) y[c] += pj * vj[c];
+  }
+  const float inv = 1.0f / sum;
+#pragma omp simd
+  for (int64_t c = 0; c < dv; ++c) y[c] *= inv;
+}
+
+class FastAttentionKernel : public CpuKernel {
+ public:
+  FastAttentionKernel(const Graph& g, int node, const ConstantLookup&) {
+    const Node& n = g.nodes()[node];
+    scale_ = n.attrs.get_float("scale");
+    causal_ = n.attrs.get_int("causal") != 0;
+  }
+  std::string describe() const override { return "simd"; }
+
+  void run(const KernelArgs& a, int) override {
+    const TensorRef &q = a.inputs[cpu::AttnQ], &k = a.inputs[cpu::AttnK], &v = a.inputs[cpu::AttnV];
+    const int64_t nb = q.shape[0], nh = q.shape[1], sq = q.shape[2], d = q.shape[3];
+    const int64_t nkv = k.shape[1], sk = k.shape[2], dv = v.shape[3];
+    const float scale = static_cast<float>(scale_ != 0 ? scale_ : 1.0 / std::sqrt(static_cast<double>(d)));
+    const std::vector<int64_t> lengths = cpu::attention_kv_lengths(a, nb, sk);
+    const cpu::AttentionMask mask = cpu::attention_mask(a);
+    const float* pq = q.as<const float>();
+    const float* pk = k.as<const float>();
+    const float* pv = v.as<const float>();
+    float* py = a.outputs[0].as<float>();
+    const bool causal = causal_;
+#pragma omp parallel
+    {
+      std::vector<float> p(static_cast<size_t>(sk));
+#pragma omp for schedule(static)
+      for (int64_t row = 0; row < nb * nh * sq; ++row) {
+        const int64_t b = row / (nh * sq), h = row / sq % nh, i = row % sq, g = h / (nh / nkv);
+        const int64_t len = lengths[b];
+        const int64_t seen = causal ? std::clamp<int64_t>(i + len - sq + 1, 0, len) : len;
+        attend_row(pq + row * d, pk + (b * nkv + g) * sk * d, pv + (b * nkv + g) * sk * dv,
+                   mask.data ? mask.data + b * mask.stride[0] + h * mask.stride[1] + i * mask.stride[2] : nullptr,
+                   mask.stride[3], scale, seen, d, dv, p.data(), py + row * dv);
+      }
+    }
+  }
+
+ private:
+  double scale_ = 0;
+  bool causal_ = false;
+};
+
+}  // namespace
+
+KILN_REGISTER_CPU_FAST_KERNELS(attention) { registry.add_fast("attention", make_cpu_kernel<FastAttentionKernel>); }
+
+}  // namespace kiln
