@@ -1,9 +1,10 @@
 // dynamic_update_slice on the CPU: elements of any type; the offset is checked before anything
 // is written. The output is normally target's own memory (the op is in place); where an engine
-// gave it a buffer of its own, target is copied there first.
-#include <cstring>
+// gave it a buffer of its own, target is copied there first. Large copies run over the threads
+// (a decoder's caches are rewritten whole when beams are reordered).
 #include <vector>
 
+#include "backends/cpu/copy.h"
 #include "backends/cpu/cpu_kernel.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -28,7 +29,7 @@ class DynamicUpdateSliceKernel : public CpuKernel {
                  "[dynamic_update_slice] {}: slice [{}, {}) is outside [0, {}) along axis {}", a.node->name, offsets[i],
                  offsets[i] + n, dim, axis);
     }
-    if (y.data != target.data) std::memcpy(y.data, target.data, target.bytes());
+    if (y.data != target.data) cpu::parallel_copy(y.data, target.data, target.bytes());
     int64_t outer = 1, inner = dtype_size(target.dtype);
     for (int d = 0; d < axis; ++d) outer *= target.shape[d];
     for (size_t d = axis + 1; d < target.shape.size(); ++d) inner *= target.shape[d];
@@ -37,8 +38,8 @@ class DynamicUpdateSliceKernel : public CpuKernel {
     const auto* src = static_cast<const uint8_t*>(update.data);
     auto* dst = static_cast<uint8_t*>(y.data);
     for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(dst + (o * dim + offsets[o / per_offset]) * inner, src + o * n * inner,
-                  static_cast<size_t>(n * inner));
+      cpu::parallel_copy(dst + (o * dim + offsets[o / per_offset]) * inner, src + o * n * inner,
+                         static_cast<size_t>(n * inner));
   }
 
  private:

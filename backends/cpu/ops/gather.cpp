@@ -1,7 +1,9 @@
 // gather on the CPU: rows of any type copied by index, every index checked first (token ids
-// are untrusted: none may read outside data).
+// are untrusted: none may read outside data). Large gathers (a beam search's cache rows) run
+// over the threads.
 #include <cstring>
 
+#include "backends/cpu/copy.h"
 #include "backends/cpu/cpu_kernel.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -38,11 +40,13 @@ class GatherKernel : public CpuKernel {
                  static_cast<int64_t>(idx[i]), dim);
     const auto* in = static_cast<const uint8_t*>(data.data);
     auto* out = static_cast<uint8_t*>(a.outputs[0].data);
-    for (int64_t o = 0; o < outer; ++o) {
-      const I* row_idx = idx + (o / outer_per_group) * count;
-      for (int64_t i = 0; i < count; ++i)
+    const bool large = outer * count * inner >= static_cast<int64_t>(cpu::kParallelCopyBytes);
+#pragma omp parallel for collapse(2) schedule(static) if (large)
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < count; ++i) {
+        const I* row_idx = idx + (o / outer_per_group) * count;
         std::memcpy(out + (o * count + i) * inner, in + (o * dim + row_idx[i]) * inner, static_cast<size_t>(inner));
-    }
+      }
   }
 
   int64_t axis_, batch_dims_;
