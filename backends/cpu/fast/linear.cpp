@@ -2,9 +2,10 @@
 // bias, activation and residual fused as post-ops; one primitive per row count. Up to 8 rows (a
 // decoder step) kiln's own matrix-vector loop (cpu/gemv.h) streams the weights as stored faster.
 // More rows (beams, an encoder) take a copy of the weights reordered once into the blocked layout
-// oneDNN's matmul picks: on the opus-mt-en-de shapes at 2 threads it beat the matmul on the
-// weights as stored by 5-50% and OpenBLAS's sgemm by 10-80% (bench/cpu/dense_shapes.cpp,
-// bench/results/2026-12-03-cpu-transformer.md). Weights that are not constants decline (the
+// oneDNN's matmul picks: on opus-mt-en-de's shapes up to 256 rows, on a Xeon at 2 and 16
+// threads, it was as fast as the matmul on the weights as stored or faster (up to 2x), and
+// OpenBLAS's sgemm was slower than both (bench/cpu/dense_shapes.cpp,
+// bench/results/2026-12-03-cpu-transformer/). Weights that are not constants decline (the
 // reference kernel takes them). The reference's OpenBLAS calls from many threads at once were its
 // problem: on 16 cores squeeze-excite's tiny mlps took 2 ms each.
 #include <map>
