@@ -36,7 +36,7 @@ class FastLayerNormKernel : public CpuKernel {
     const TensorRef& x = a.inputs[0];
     const float* gamma = a.inputs.size() > 1 ? a.inputs[1].as<const float>() : nullptr;
     const float* beta = a.inputs.size() > 2 ? a.inputs[2].as<const float>() : nullptr;
-    const int64_t d = x.shape.back(), rows = x.numel() / d;
+    const int64_t d = x.shape.back(), rows = d ? x.numel() / d : 0;
     const float* in = x.as<const float>();
     float* out = a.outputs[0].as<float>();
 #pragma omp parallel for schedule(static)

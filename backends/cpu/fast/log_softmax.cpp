@@ -38,7 +38,7 @@ class FastLogSoftmaxKernel : public CpuKernel {
 
   void run(const KernelArgs& a, int) override {
     const TensorRef &x = a.inputs[0], &y = a.outputs[0];
-    const int64_t dim = x.shape.back(), rows = x.numel() / dim;
+    const int64_t dim = x.shape.back(), rows = dim ? x.numel() / dim : 0;
     const float* in = x.as<const float>();
     float* out = y.as<float>();
     const TensorRef* banned = a.inputs.size() > 1 && a.inputs[1].data ? &a.inputs[1] : nullptr;

@@ -5,7 +5,6 @@
 // (the same order: NaN above every number, ties to the lower index) and takes every other form,
 // larger k included (the kept list grows linearly), through this kernel.
 #include <cmath>
-#include <vector>
 
 #include "backends/cpu/cpu_kernel.h"
 
@@ -28,7 +27,8 @@ class FastTopkKernel : public CpuKernel {
   void run(const KernelArgs& a, int batch) override {
     const TensorRef& x = a.inputs[0];
     const int64_t rank = static_cast<int64_t>(x.shape.size());
-    if (rank == 0 || (axis_ != -1 && axis_ != rank - 1) || a.outputs[0].shape.back() > kMaxK || x.shape.back() == 0)
+    if (rank == 0 || (axis_ != -1 && axis_ != rank - 1) || a.outputs[0].shape.back() > kMaxK ||
+        a.outputs[0].shape.back() < 1 || x.shape.back() == 0)
       return reference_->run(a, batch);
     const int64_t dim = x.shape.back(), k = a.outputs[0].shape.back();
     const int64_t rows = x.numel() / dim;
