@@ -1,33 +1,60 @@
 #include "backends/cpu/attention_inputs.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/dtype.h"
 #include "core/error.h"
 
 namespace kiln::cpu {
 
-std::vector<int64_t> attention_kv_lengths(const KernelArgs& a, int64_t nb, int64_t sk) {
-  std::vector<int64_t> out(static_cast<size_t>(nb), sk);
-  if (a.inputs.size() <= AttnKvLength || !a.inputs[AttnKvLength].data) return out;
-  const TensorRef& t = a.inputs[AttnKvLength];
-  for (int64_t b = 0; b < nb; ++b) {
-    out[b] = t.dtype == DType::I32 ? t.as<const int32_t>()[b] : t.as<const int64_t>()[b];
-    KILN_CHECK(out[b] >= 0 && out[b] <= sk, "[attention] {}: kv_length[{}] = {} is out of range [0, {}]", a.node->name,
-               b, out[b], sk);
-  }
-  return out;
+namespace {
+
+enum : int { Q = 0, K, V, Mask, KvLength };
+
+}  // namespace
+
+AttentionAttrs attention_attrs(const Graph& graph, int node) {
+  const Node& n = graph.nodes()[node];
+  return {n.attrs.get_float("scale"), n.attrs.get_int("causal") != 0};
 }
 
-AttentionMask attention_mask(const KernelArgs& a) {
-  AttentionMask m;
-  if (a.inputs.size() <= AttnMask || !a.inputs[AttnMask].data) return m;
-  const Shape& shape = a.inputs[AttnMask].shape;
-  m.data = a.inputs[AttnMask].as<const float>();
-  int64_t s = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    m.stride[4 - shape.size() + i] = shape[i] == 1 ? 0 : s;
-    s *= shape[i];
+AttentionRows::AttentionRows(const KernelArgs& a, const AttentionAttrs& attrs) {
+  const TensorRef &q = a.inputs[Q], &k = a.inputs[K], &v = a.inputs[V];
+  q_ = q.as<const float>();
+  k_ = k.as<const float>();
+  v_ = v.as<const float>();
+  nb_ = q.shape[0], nh_ = q.shape[1], sq_ = q.shape[2], d_ = q.shape[3];
+  nkv_ = k.shape[1], sk_ = k.shape[2], dv_ = v.shape[3];
+  scale_ = attrs.scale != 0 ? attrs.scale : 1.0 / std::sqrt(static_cast<double>(d_));
+  causal_ = attrs.causal;
+  lengths_.assign(static_cast<size_t>(nb_), sk_);
+  if (a.inputs.size() > KvLength && a.inputs[KvLength].data) {
+    const TensorRef& t = a.inputs[KvLength];
+    for (int64_t b = 0; b < nb_; ++b) {
+      lengths_[b] = t.dtype == DType::I32 ? t.as<const int32_t>()[b] : t.as<const int64_t>()[b];
+      KILN_CHECK(lengths_[b] >= 0 && lengths_[b] <= sk_, "[attention] {}: kv_length[{}] = {} is out of range [0, {}]",
+                 a.node->name, b, lengths_[b], sk_);
+    }
   }
-  return m;
+  if (a.inputs.size() > Mask && a.inputs[Mask].data) {
+    const Shape& shape = a.inputs[Mask].shape;
+    mask_ = a.inputs[Mask].as<const float>();
+    int64_t s = 1;
+    for (size_t i = shape.size(); i-- > 0;) {
+      mask_stride_[4 - shape.size() + i] = shape[i] == 1 ? 0 : s;
+      s *= shape[i];
+    }
+  }
+}
+
+AttentionRows::Row AttentionRows::row(int64_t r) const {
+  const int64_t b = r / (nh_ * sq_), h = r / sq_ % nh_, i = r % sq_, g = h / (nh_ / nkv_);
+  const int64_t len = lengths_[b];
+  const int64_t kv = (b * nkv_ + g) * sk_;
+  return {q_ + r * d_, k_ + kv * d_, v_ + kv * dv_,
+          mask_ ? mask_ + b * mask_stride_[0] + h * mask_stride_[1] + i * mask_stride_[2] : nullptr,
+          causal_ ? std::clamp<int64_t>(i + len - sq_ + 1, 0, len) : len};
 }
 
 }  // namespace kiln::cpu

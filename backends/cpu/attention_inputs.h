@@ -1,5 +1,6 @@
-// What the attention kernels (reference and fast) read from their optional inputs: kv_length
-// per batch and the mask's strides.
+// What the attention kernels (reference and fast) read from a node and its inputs: the
+// attributes; Q [B, H, Sq, D], K [B, Hkv, Sk, D], V [B, Hkv, Sk, Dv], kv_length and the mask; and
+// per query row where its query, keys, values and mask entries start and how many keys it sees.
 #pragma once
 
 #include <cstdint>
@@ -9,17 +10,38 @@
 
 namespace kiln::cpu {
 
-enum AttentionInput : int { AttnQ = 0, AttnK, AttnV, AttnMask, AttnKvLength };
-
-// kv_length per batch, checked to lie in [0, sk]; sk for every batch when there is none.
-std::vector<int64_t> attention_kv_lengths(const KernelArgs& a, int64_t nb, int64_t sk);
-
-// The mask (null when there is none) and its stride along each of [B, H, Sq, Sk]: 0 where it
-// broadcasts.
-struct AttentionMask {
-  const float* data = nullptr;
-  int64_t stride[4] = {0, 0, 0, 0};
+struct AttentionAttrs {
+  double scale = 0;  // 0: 1 / sqrt(D)
+  bool causal = false;
 };
-AttentionMask attention_mask(const KernelArgs& a);
+AttentionAttrs attention_attrs(const Graph& graph, int node);
+
+class AttentionRows {
+ public:
+  // Checks kv_length against Sk (per batch, in [0, Sk]).
+  AttentionRows(const KernelArgs& a, const AttentionAttrs& attrs);
+
+  struct Row {
+    const float *q, *k, *v;
+    const float* mask;  // null when there is none; steps along the keys by mask_stride()
+    int64_t seen;       // keys the row sees: past kv_length, or after the row under causal, are skipped
+  };
+  int64_t count() const { return nb_ * nh_ * sq_; }  // rows, in the output's order
+  Row row(int64_t r) const;
+
+  int64_t d() const { return d_; }
+  int64_t dv() const { return dv_; }
+  int64_t sk() const { return sk_; }
+  double scale() const { return scale_; }
+  int64_t mask_stride() const { return mask_stride_[3]; }
+
+ private:
+  const float *q_, *k_, *v_, *mask_ = nullptr;
+  int64_t nb_, nh_, sq_, d_, nkv_, sk_, dv_;
+  double scale_;
+  bool causal_;
+  int64_t mask_stride_[4] = {0, 0, 0, 0};  // along each of [B, H, Sq, Sk]: 0 where it broadcasts
+  std::vector<int64_t> lengths_;           // kv_length per batch; Sk where there is none
+};
 
 }  // namespace kiln::cpu

@@ -53,43 +53,27 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void attend_row(
 
 class FastAttentionKernel : public CpuKernel {
  public:
-  FastAttentionKernel(const Graph& g, int node, const ConstantLookup&) {
-    const Node& n = g.nodes()[node];
-    scale_ = n.attrs.get_float("scale");
-    causal_ = n.attrs.get_int("causal") != 0;
-  }
+  FastAttentionKernel(const Graph& g, int node, const ConstantLookup&) : attrs_(cpu::attention_attrs(g, node)) {}
   std::string describe() const override { return "simd"; }
 
   void run(const KernelArgs& a, int) override {
-    const TensorRef &q = a.inputs[cpu::AttnQ], &k = a.inputs[cpu::AttnK], &v = a.inputs[cpu::AttnV];
-    const int64_t nb = q.shape[0], nh = q.shape[1], sq = q.shape[2], d = q.shape[3];
-    const int64_t nkv = k.shape[1], sk = k.shape[2], dv = v.shape[3];
-    const float scale = static_cast<float>(scale_ != 0 ? scale_ : 1.0 / std::sqrt(static_cast<double>(d)));
-    const std::vector<int64_t> lengths = cpu::attention_kv_lengths(a, nb, sk);
-    const cpu::AttentionMask mask = cpu::attention_mask(a);
-    const float* pq = q.as<const float>();
-    const float* pk = k.as<const float>();
-    const float* pv = v.as<const float>();
+    const cpu::AttentionRows rows(a, attrs_);
+    const float scale = static_cast<float>(rows.scale());
     float* py = a.outputs[0].as<float>();
-    const bool causal = causal_;
 #pragma omp parallel
     {
-      std::vector<float> p(static_cast<size_t>(sk));
+      std::vector<float> p(static_cast<size_t>(rows.sk()));
 #pragma omp for schedule(static)
-      for (int64_t row = 0; row < nb * nh * sq; ++row) {
-        const int64_t b = row / (nh * sq), h = row / sq % nh, i = row % sq, g = h / (nh / nkv);
-        const int64_t len = lengths[b];
-        const int64_t seen = causal ? std::clamp<int64_t>(i + len - sq + 1, 0, len) : len;
-        attend_row(pq + row * d, pk + (b * nkv + g) * sk * d, pv + (b * nkv + g) * sk * dv,
-                   mask.data ? mask.data + b * mask.stride[0] + h * mask.stride[1] + i * mask.stride[2] : nullptr,
-                   mask.stride[3], scale, seen, d, dv, p.data(), py + row * dv);
+      for (int64_t r = 0; r < rows.count(); ++r) {
+        const cpu::AttentionRows::Row x = rows.row(r);
+        attend_row(x.q, x.k, x.v, x.mask, rows.mask_stride(), scale, x.seen, rows.d(), rows.dv(), p.data(),
+                   py + r * rows.dv());
       }
     }
   }
 
  private:
-  double scale_ = 0;
-  bool causal_ = false;
+  cpu::AttentionAttrs attrs_;
 };
 
 }  // namespace

@@ -4,12 +4,10 @@
 // double (many thousands of terms), rows over the threads; banned indices as in the reference.
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "backends/cpu/activation.h"
 #include "backends/cpu/cpu_kernel.h"
-#include "core/dtype.h"
-#include "core/error.h"
+#include "backends/cpu/log_softmax_bans.h"
 
 namespace kiln {
 
@@ -41,18 +39,11 @@ class FastLogSoftmaxKernel : public CpuKernel {
     const int64_t dim = x.shape.back(), rows = dim ? x.numel() / dim : 0;
     const float* in = x.as<const float>();
     float* out = y.as<float>();
-    const TensorRef* banned = a.inputs.size() > 1 && a.inputs[1].data ? &a.inputs[1] : nullptr;
-    const int64_t per_row = banned ? banned->shape.back() : 0;
-    std::vector<int64_t> bans(static_cast<size_t>(rows * per_row));
-    for (size_t i = 0; i < bans.size(); ++i) {
-      bans[i] = banned->dtype == DType::I32 ? banned->as<const int32_t>()[i] : banned->as<const int64_t>()[i];
-      KILN_CHECK(bans[i] < dim, "[log_softmax] {}: banned index {} is past the {} scores", a.node->name, bans[i], dim);
-    }
+    const cpu::LogSoftmaxBans bans(a, rows, dim);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       log_softmax_row(in + r * dim, out + r * dim, dim);
-      for (int64_t b = 0; b < per_row; ++b)
-        if (bans[r * per_row + b] >= 0) out[r * dim + bans[r * per_row + b]] = -std::numeric_limits<float>::infinity();
+      bans.apply(r, out + r * dim);
     }
   }
 };
