@@ -51,11 +51,15 @@ std::future<std::vector<InferTensor>> Batcher::submit(std::shared_ptr<const Infe
     // Admitting is CPU work (decoding, resizing): at most one per core at a time across the
     // server, so that a burst of requests does not starve the engine's threads.
     static std::counting_semaphore<4096> slots(std::clamp<int>(std::thread::hardware_concurrency(), 1, 4096));
+    const auto arrived = Clock::now();
     slots.acquire();
     struct Release {
       ~Release() { slots.release(); }
     } release;
+    const auto started = Clock::now();
     e.admission = s.admit(*request);
+    metrics_->admit_time(model_, version_, std::chrono::duration<double>(started - arrived).count(),
+                         std::chrono::duration<double>(Clock::now() - started).count());
   }
   if (e.admission.batch > config_.max_batch_size)
     bad_request("the request holds " + std::to_string(e.admission.batch) + " batch items, more than the model's " +

@@ -34,7 +34,12 @@ void Metrics::Histogram::observe(double v) {
   ++total;
 }
 
-Metrics::Series::Series() : queue(kSecondsBuckets), compute(kSecondsBuckets), batch_size(kBatchBuckets) {}
+Metrics::Series::Series()
+    : admit_wait(kSecondsBuckets),
+      preprocess(kSecondsBuckets),
+      queue(kSecondsBuckets),
+      compute(kSecondsBuckets),
+      batch_size(kBatchBuckets) {}
 
 Metrics::Series& Metrics::series(const std::string& model, const std::string& version) {
   return series_.try_emplace({model, version}).first->second;
@@ -44,6 +49,14 @@ void Metrics::request(const std::string& model, const std::string& version, Outc
   std::lock_guard lock(mutex_);
   Series& s = series(model, version);
   ++(outcome == Outcome::Success ? s.success : outcome == Outcome::Failure ? s.failure : s.rejected);
+}
+
+void Metrics::admit_time(const std::string& model, const std::string& version, double wait_seconds,
+                         double preprocess_seconds) {
+  std::lock_guard lock(mutex_);
+  Series& s = series(model, version);
+  s.admit_wait.observe(wait_seconds);
+  s.preprocess.observe(preprocess_seconds);
 }
 
 void Metrics::queue_time(const std::string& model, const std::string& version, double seconds) {
@@ -83,6 +96,11 @@ std::string Metrics::render() const {
       out += fmt::format("{}_sum{{{}}} {}\n{}_count{{{}}} {}\n", name, labels, h.sum, name, labels, h.total);
     }
   };
+  histogram("kiln_preprocess_wait_seconds",
+            "Time requests waited for a preprocessing slot (the server decodes at most one request per core at once).",
+            &Series::admit_wait);
+  histogram("kiln_preprocess_seconds", "Time requests took to decode and preprocess their inputs, before queueing.",
+            &Series::preprocess);
   histogram("kiln_queue_seconds", "Time requests waited in the batch queue.", &Series::queue);
   histogram("kiln_compute_seconds", "Time a batch took to run (images are decoded before they queue).",
             &Series::compute);

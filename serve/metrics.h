@@ -1,6 +1,7 @@
 // Prometheus metrics of the server, per model and version, rendered in the text exposition
-// format at /metrics: requests by outcome, and histograms of queue time, compute time (per
-// batch) and batch sizes.
+// format at /metrics: requests by outcome, and histograms of the time a request waited for a
+// preprocessing slot and spent preprocessing (decoding images) before it queued, queue time,
+// compute time (per batch) and batch sizes.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,8 @@ class Metrics {
  public:
   enum class Outcome { Success, Failure, Rejected };
   void request(const std::string& model, const std::string& version, Outcome outcome);
+  // Before queueing: waiting for one of the server's preprocessing slots, then preprocessing.
+  void admit_time(const std::string& model, const std::string& version, double wait_seconds, double preprocess_seconds);
   void queue_time(const std::string& model, const std::string& version, double seconds);
   void batch(const std::string& model, const std::string& version, int64_t size, double compute_seconds);
   std::string render() const;
@@ -30,7 +33,7 @@ class Metrics {
   };
   struct Series {
     uint64_t success = 0, failure = 0, rejected = 0;
-    Histogram queue, compute, batch_size;
+    Histogram admit_wait, preprocess, queue, compute, batch_size;
     Series();
   };
   Series& series(const std::string& model, const std::string& version);

@@ -48,6 +48,32 @@ TEST(Preprocess, ResizesShorterSideAndCropsCentre) {
   EXPECT_FLOAT_EQ(out[0], (px[0] / 255.0f - 0.485f) / 0.229f);
 }
 
+TEST(Preprocess, AWindowOfAResizeIsThatPartOfTheFullResize) {
+  Image img{301, 197, std::vector<uint8_t>(301 * 197 * 3)};
+  for (size_t i = 0; i < img.rgb.size(); ++i) img.rgb[i] = static_cast<uint8_t>((i * 7 + i / 613) % 251);
+  struct Case {
+    int w, h;
+    ImageWindow window;
+  };
+  // Down, up, one side unchanged (one pass only), both unchanged (a plain crop), windows at the edges.
+  const Case cases[] = {{384, 256, {80, 16, 224, 224}}, {600, 400, {0, 0, 37, 400}},  {301, 120, {3, 100, 298, 20}},
+                        {150, 197, {149, 0, 1, 197}},   {301, 197, {10, 20, 30, 40}}, {64, 64, {0, 63, 64, 1}}};
+  for (ResampleFilter f : {ResampleFilter::Bilinear, ResampleFilter::Bicubic, ResampleFilter::Lanczos})
+    for (const Case& c : cases) {
+      Image full = resize_pil(img, c.w, c.h, f);
+      Image part = resize_pil(img, c.w, c.h, f, c.window);
+      ASSERT_EQ(part.width, c.window.width);
+      ASSERT_EQ(part.height, c.window.height);
+      for (int y = 0; y < part.height; ++y)
+        for (int x = 0; x < part.width * 3; ++x)
+          ASSERT_EQ(part.rgb[(static_cast<size_t>(y) * part.width * 3) + x],
+                    full.rgb[(static_cast<size_t>(y + c.window.top) * full.width + c.window.left) * 3 + x])
+              << c.w << "x" << c.h << " at " << x << "," << y;
+    }
+  EXPECT_THROW(resize_pil(img, 384, 256, ResampleFilter::Bicubic, {200, 0, 200, 10}), Error);
+  EXPECT_THROW(resize_pil(img, 384, 256, ResampleFilter::Bicubic, {0, 0, 0, 10}), Error);
+}
+
 TEST(Preprocess, RejectsBadConfig) {
   auto cfg = timm_b0_cfg();
   cfg["input_size"] = {3, 0, 224};

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Load test of `kiln serve` on loopback with wrk: one classifier bundle in a fresh repository,
-# CONNECTIONS clients sending one image each, back to back, for SECONDS; then the batch sizes
-# the server formed (from /metrics) and its request counts.
+# CONNECTIONS clients sending one image each, back to back, for SECONDS; then, from /metrics, the
+# batch sizes the server formed, its request counts and where the time went (sums and counts of
+# the preprocessing, queue and compute histograms).
 #   bench/serve/load.sh KILN BUNDLE IMAGE CONNECTIONS SECONDS [CONFIG_JSON] [DEVICE]
 # WRK_THREADS (default 2): the client's threads.
 set -euo pipefail
@@ -21,7 +22,7 @@ metrics=$(grep -o 'metrics on [0-9.]*:[0-9]*' "$repo/out" | cut -d: -f2)
 echo "config: ${config:-defaults}; $connections connections, $seconds s, device $device"
 KILN_IMAGE=$image wrk -t "${WRK_THREADS:-2}" -c "$connections" -d "${seconds}s" --timeout 30s --latency \
   -s "$(dirname "$0")/infer.lua" "http://127.0.0.1:$http" | grep -E "Requests/sec|status|p50|Socket errors|Non-2xx"
-curl -s "http://127.0.0.1:$metrics/metrics" | grep -E '^kiln_requests_total|^kiln_batch_size_(bucket|sum|count)' |
-  grep -v ' 0$'
+curl -s "http://127.0.0.1:$metrics/metrics" |
+  grep -E '^kiln_requests_total|^kiln_batch_size_(bucket|sum|count)|^kiln_[a-z_]*_seconds_(sum|count)' | grep -v ' 0$'
 kill -TERM $server
 wait $server && echo "server exit status 0 after SIGTERM"

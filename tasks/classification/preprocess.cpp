@@ -52,20 +52,20 @@ void preprocess(const Image& image, const PreprocessConfig& cfg, float* out) {
     new_w = image.width <= image.height ? scale_h : new_long;
     new_h = image.width <= image.height ? new_long : scale_h;
   }
-  Image resized = resize_pil(image, new_w, new_h, cfg.filter);
-  KILN_CHECK(resized.width >= cfg.width && resized.height >= cfg.height, "[preprocess] image is smaller than the crop");
+  KILN_CHECK(new_w >= cfg.width && new_h >= cfg.height, "[preprocess] image is smaller than the crop");
   // torchvision center_crop: int(round((size - crop) / 2.0)), Python rounding (half to even).
-  int top = static_cast<int>(std::nearbyint((resized.height - cfg.height) / 2.0));
-  int left = static_cast<int>(std::nearbyint((resized.width - cfg.width) / 2.0));
+  // Only the crop is resized: the same pixels, without the ones the crop drops.
+  const ImageWindow window{static_cast<int>(std::nearbyint((new_w - cfg.width) / 2.0)),
+                           static_cast<int>(std::nearbyint((new_h - cfg.height) / 2.0)), cfg.width, cfg.height};
+  const Image cropped = resize_pil(image, new_w, new_h, cfg.filter, window);
   const size_t plane = static_cast<size_t>(cfg.height) * cfg.width;
-  for (int y = 0; y < cfg.height; ++y)
-    for (int x = 0; x < cfg.width; ++x) {
-      const uint8_t* px = resized.rgb.data() + (static_cast<size_t>(y + top) * resized.width + (x + left)) * 3;
-      for (int c = 0; c < 3; ++c) {
-        float v = static_cast<float>(px[c]) / 255.0f;  // ToTensor, then Normalize, in fp32 as PyTorch does
-        out[c * plane + static_cast<size_t>(y) * cfg.width + x] = (v - cfg.mean[c]) / cfg.std[c];
-      }
+  for (size_t i = 0; i < plane; ++i) {
+    const uint8_t* px = cropped.rgb.data() + i * 3;
+    for (int c = 0; c < 3; ++c) {
+      float v = static_cast<float>(px[c]) / 255.0f;  // ToTensor, then Normalize, in fp32 as PyTorch does
+      out[c * plane + i] = (v - cfg.mean[c]) / cfg.std[c];
     }
+  }
 }
 
 }  // namespace kiln::classification

@@ -86,17 +86,18 @@ uint8_t clip8(int32_t v) {
   return static_cast<uint8_t>(v >> kPrecisionBits);
 }
 
-// Resamples rows [row0, row0 + rows) of `in` horizontally into `out` (rows x out_w).
-void horizontal(const Image& in, int row0, int rows, const Coeffs& c, int out_w, Image& out) {
-  out.width = out_w;
+// Resamples rows [row0, row0 + rows) of `in` horizontally into `out`, only the output columns
+// [col0, col0 + cols) of the full width c was made for.
+void horizontal(const Image& in, int row0, int rows, const Coeffs& c, int col0, int cols, Image& out) {
+  out.width = cols;
   out.height = rows;
-  out.rgb.assign(static_cast<size_t>(out_w) * rows * 3, 0);
+  out.rgb.assign(static_cast<size_t>(cols) * rows * 3, 0);
   for (int y = 0; y < rows; ++y) {
     const uint8_t* src = in.rgb.data() + static_cast<size_t>(y + row0) * in.width * 3;
-    uint8_t* dst = out.rgb.data() + static_cast<size_t>(y) * out_w * 3;
-    for (int x = 0; x < out_w; ++x) {
-      int xmin = c.bounds[x * 2], xmax = c.bounds[x * 2 + 1];
-      const int32_t* k = c.k.data() + static_cast<size_t>(x) * c.ksize;
+    uint8_t* dst = out.rgb.data() + static_cast<size_t>(y) * cols * 3;
+    for (int x = 0; x < cols; ++x) {
+      int xmin = c.bounds[(x + col0) * 2], xmax = c.bounds[(x + col0) * 2 + 1];
+      const int32_t* k = c.k.data() + static_cast<size_t>(x + col0) * c.ksize;
       const uint8_t* p = src + xmin * 3;
       // The three channels in one pass over the window (integer sums: the order is free).
       int32_t s0 = 1 << (kPrecisionBits - 1), s1 = s0, s2 = s0;
@@ -112,26 +113,36 @@ void horizontal(const Image& in, int row0, int rows, const Coeffs& c, int out_w,
   }
 }
 
-void vertical(const Image& in, const Coeffs& c, int out_h, Image& out) {
-  out.width = in.width;
-  out.height = out_h;
-  out.rgb.assign(static_cast<size_t>(in.width) * out_h * 3, 0);
-  const size_t stride = static_cast<size_t>(in.width) * 3;
+// Resamples `in` vertically into `out`: output rows [row0, row0 + rows) of the full height c was
+// made for, columns [col0, col0 + cols) of `in`, whose first row is the source's row `in_row0`.
+void vertical(const Image& in, int in_row0, const Coeffs& c, int row0, int rows, int col0, int cols, Image& out) {
+  out.width = cols;
+  out.height = rows;
+  out.rgb.assign(static_cast<size_t>(cols) * rows * 3, 0);
+  const size_t stride = static_cast<size_t>(in.width) * 3, span = static_cast<size_t>(cols) * 3;
   // Whole rows at a time: each input row scaled and added to an accumulator row, which the
   // compiler vectorises (integer sums: the same result as one pixel at a time).
-  std::vector<int32_t> acc(stride);
-  for (int y = 0; y < out_h; ++y) {
-    int ymin = c.bounds[y * 2], ymax = c.bounds[y * 2 + 1];
-    const int32_t* k = c.k.data() + static_cast<size_t>(y) * c.ksize;
+  std::vector<int32_t> acc(span);
+  for (int y = 0; y < rows; ++y) {
+    int ymin = c.bounds[(y + row0) * 2] - in_row0, ymax = c.bounds[(y + row0) * 2 + 1];
+    const int32_t* k = c.k.data() + static_cast<size_t>(y + row0) * c.ksize;
     std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
     for (int i = 0; i < ymax; ++i) {
-      const uint8_t* row = in.rgb.data() + static_cast<size_t>(ymin + i) * stride;
+      const uint8_t* row = in.rgb.data() + static_cast<size_t>(ymin + i) * stride + static_cast<size_t>(col0) * 3;
       const int32_t ki = k[i];
-      for (size_t x = 0; x < stride; ++x) acc[x] += row[x] * ki;
+      for (size_t x = 0; x < span; ++x) acc[x] += row[x] * ki;
     }
-    uint8_t* dst = out.rgb.data() + y * stride;
-    for (size_t x = 0; x < stride; ++x) dst[x] = clip8(acc[x]);
+    uint8_t* dst = out.rgb.data() + y * span;
+    for (size_t x = 0; x < span; ++x) dst[x] = clip8(acc[x]);
   }
+}
+
+Image crop(const Image& in, const ImageWindow& w) {
+  Image out{w.width, w.height, std::vector<uint8_t>(static_cast<size_t>(w.width) * w.height * 3)};
+  for (int y = 0; y < w.height; ++y)
+    std::copy_n(in.rgb.data() + (static_cast<size_t>(y + w.top) * in.width + w.left) * 3,
+                static_cast<size_t>(w.width) * 3, out.rgb.data() + static_cast<size_t>(y) * w.width * 3);
+  return out;
 }
 
 }  // namespace
@@ -144,25 +155,38 @@ ResampleFilter parse_resample_filter(const std::string& name) {
 }
 
 Image resize_pil(const Image& in, int out_w, int out_h, ResampleFilter filter) {
+  return resize_pil(in, out_w, out_h, filter, {0, 0, out_w, out_h});
+}
+
+Image resize_pil(const Image& in, int out_w, int out_h, ResampleFilter filter, const ImageWindow& w) {
   // Extreme aspect ratios are legitimate (a 100x1 image becomes 25600x256 before the crop, as in
   // Pillow); what is bounded is the total size.
   KILN_CHECK(out_w > 0 && out_h > 0 && static_cast<int64_t>(out_w) * out_h <= (int64_t{1} << 28),
              "[resize] target size {}x{} is out of range", out_w, out_h);
-  if (out_w == in.width && out_h == in.height) return in;
+  KILN_CHECK(w.left >= 0 && w.top >= 0 && w.width > 0 && w.height > 0 && w.width <= out_w - w.left &&
+                 w.height <= out_h - w.top,
+             "[resize] window {}x{} at ({}, {}) is outside the {}x{} result", w.width, w.height, w.left, w.top, out_w,
+             out_h);
+  if (out_w == in.width && out_h == in.height) return crop(in, w);
   Coeffs vert = precompute(in.height, out_h, filter);
-  // Pillow resamples only the rows the vertical pass will read.
-  int row_first = vert.bounds[0];
-  int row_last = vert.bounds[(out_h - 1) * 2] + vert.bounds[(out_h - 1) * 2 + 1];
+  // Pillow resamples horizontally only the rows the vertical pass will read (here: for the
+  // window's rows; every output pixel is computed as Pillow computes it).
+  int row_first = out_h == in.height ? w.top : vert.bounds[w.top * 2];
+  int row_last = out_h == in.height
+                     ? w.top + w.height
+                     : vert.bounds[(w.top + w.height - 1) * 2] + vert.bounds[(w.top + w.height - 1) * 2 + 1];
   Image tmp;
   const Image* src = &in;
+  int src_row0 = 0, src_col0 = w.left;  // where the window's first row and column are in *src
   if (out_w != in.width) {
-    horizontal(in, row_first, row_last - row_first, precompute(in.width, out_w, filter), out_w, tmp);
-    for (int y = 0; y < out_h; ++y) vert.bounds[y * 2] -= row_first;
+    horizontal(in, row_first, row_last - row_first, precompute(in.width, out_w, filter), w.left, w.width, tmp);
     src = &tmp;
+    src_row0 = row_first;
+    src_col0 = 0;
   }
-  if (out_h == in.height) return *src;
+  if (out_h == in.height) return crop(*src, {src_col0, w.top - src_row0, w.width, w.height});
   Image out;
-  vertical(*src, vert, out_h, out);
+  vertical(*src, src_row0, vert, w.top, w.height, src_col0, w.width, out);
   return out;
 }
 

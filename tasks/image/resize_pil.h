@@ -12,7 +12,15 @@ namespace kiln {
 
 enum class ResampleFilter { Bilinear, Bicubic, Lanczos };
 
+// A rectangle of an image, in pixels.
+struct ImageWindow {
+  int left = 0, top = 0, width = 0, height = 0;
+};
+
 ResampleFilter parse_resample_filter(const std::string& name);  // "bilinear", "bicubic", "lanczos"
 Image resize_pil(const Image& in, int out_width, int out_height, ResampleFilter filter);
+// Only `window` of that result, each of its pixels computed as the full resize computes it (a
+// centre crop after the resize costs only the pixels it keeps).
+Image resize_pil(const Image& in, int out_width, int out_height, ResampleFilter filter, const ImageWindow& window);
 
 }  // namespace kiln

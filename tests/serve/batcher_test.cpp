@@ -89,7 +89,11 @@ TEST(Batcher, MergesWaitingRequestsUpToTheMaximum) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(y_of(futures[i].get()), (std::vector<int32_t>{i * 10 + 1, i * 10 + 2}));
   // 10 items in batches of at most 8, whole requests only: 8 then 2.
   EXPECT_EQ(f.servable->batches, (std::vector<int64_t>{8, 2}));
-  EXPECT_NE(f.metrics.render().find("kiln_batch_size_bucket{model=\"m\",version=\"1\",le=\"8\"} 2"), std::string::npos);
+  const std::string m = f.metrics.render();
+  EXPECT_NE(m.find("kiln_batch_size_bucket{model=\"m\",version=\"1\",le=\"8\"} 2"), std::string::npos) << m;
+  // Every admitted request's slot wait and preprocessing time, once each.
+  EXPECT_NE(m.find("kiln_preprocess_wait_seconds_count{model=\"m\",version=\"1\"} 5\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("kiln_preprocess_seconds_count{model=\"m\",version=\"1\"} 5\n"), std::string::npos) << m;
 }
 
 TEST(Batcher, OnlyRequestsWithTheSameKeyShareABatch) {
