@@ -39,6 +39,14 @@ dnnl::memory onednn_scratchpad(const dnnl::memory::desc& scratchpad_desc) {
   return dnnl::memory(scratchpad_desc, onednn_engine(), buffer.get());
 }
 
+dnnl::memory onednn_reordered(const dnnl::memory::desc& stored, const void* data, const dnnl::memory::desc& layout) {
+  dnnl::memory from(stored, onednn_engine(), const_cast<void*>(data));  // only read
+  dnnl::memory to(layout, onednn_engine());
+  dnnl::reorder(from, to).execute(onednn_stream(), from, to);
+  onednn_stream().wait();
+  return to;
+}
+
 bool append_activation(dnnl::post_ops& ops, Activation act) {
   using dnnl::algorithm;
   switch (act) {

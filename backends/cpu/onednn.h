@@ -21,6 +21,10 @@ dnnl::primitive_attr onednn_attr(const dnnl::post_ops& ops);
 // (primitives run synchronously, one at a time per thread).
 dnnl::memory onednn_scratchpad(const dnnl::memory::desc& scratchpad_desc);
 
+// A copy of weights stored as `stored` (at `data`) in `layout`, the blocked layout a primitive
+// picked for them: reordered once at load, owned by the returned memory.
+dnnl::memory onednn_reordered(const dnnl::memory::desc& stored, const void* data, const dnnl::memory::desc& layout);
+
 // Appends `act` to `ops` as an eltwise post-op; false for an activation oneDNN has no exact
 // counterpart of (the caller then declines the node).
 bool append_activation(dnnl::post_ops& ops, Activation act);

@@ -195,12 +195,7 @@ class OnednnConv2dKernel : public CpuKernel {
   const memory& weights_for(const memory::desc& layout) {
     for (const auto& [md, mem] : packed_)
       if (md == layout) return mem;
-    dnnl::engine& engine = cpu::onednn_engine();
-    memory user(user_weights_md(), engine, weight_.data());
-    memory packed(layout, engine);
-    dnnl::reorder(user, packed).execute(cpu::onednn_stream(), user, packed);
-    cpu::onednn_stream().wait();
-    packed_.emplace_back(layout, packed);
+    packed_.emplace_back(layout, cpu::onednn_reordered(user_weights_md(), weight_.data(), layout));
     return packed_.back().second;
   }
 

@@ -111,7 +111,7 @@ class Dense {
     };
     if (!layout_) {
       layout_ = make(memory::desc({in_, out_}, dt::f32, Tag::any)).weights_desc();
-      if (*layout_ != stored_md()) pack(*layout_);
+      if (*layout_ != stored_md()) packed_ = cpu::onednn_reordered(stored_md(), weight_.data(), *layout_);
     }
     if (packed_) {
       try {
@@ -124,14 +124,6 @@ class Dense {
     if (!p.packed) p.pd = make(stored_md());
     p.matmul = dnnl::matmul(p.pd);
     return primitives_.emplace(key, std::move(p)).first->second;
-  }
-
-  void pack(const memory::desc& layout) {
-    dnnl::engine& engine = cpu::onednn_engine();
-    memory stored(stored_md(), engine, weight_.data());
-    packed_.emplace(layout, engine);
-    dnnl::reorder(stored, *packed_).execute(cpu::onednn_stream(), stored, *packed_);
-    cpu::onednn_stream().wait();
   }
 
   Activation act_;
