@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # On a GPU machine, from the repository root, with STAGE made by `pack.sh STAGE a` plus wrk and
-# its libluajit in STAGE/tools: an fp16 b0 bundle planned there, `kiln bench` of it, then
+# its libluajit in STAGE/tools (and, optionally, build/bench/kiln_image_preprocess_bench with its
+# libbenchmark): one core's decoding and preprocessing of the sample image, an fp16 b0 bundle
+# planned there, `kiln bench` of it, `kiln eval` over 4096 copies of the sample image (the
+# network plus decoding and preprocessing on every core: what the server can at best reach), then
 # bench/serve/load.sh against `kiln serve` on the GPU: 64 clients for 60 s with one and with two
-# engine instances, then 256 clients with a short queue (overload). Results go to OUT.
+# engine instances (with a snapshot of the busiest threads), then 256 clients with a short queue
+# (overload). Results go to OUT.
 #   scripts/device/run-serve.sh STAGE OUT
 set -uo pipefail
 stage=${1:?usage: run-serve.sh STAGE OUT}
@@ -11,11 +15,21 @@ mkdir -p /tmp/k "$OUT"
 tar -xJf "$stage/kiln.tar.xz" -C /tmp/k
 export LD_LIBRARY_PATH=/tmp/k/lib:$stage/tools:/usr/local/cuda/lib64 KILN_PROGRESS=0 PATH=$stage/tools:$PATH
 K=/tmp/k/bin/kiln
-{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv; lscpu | grep 'Model name'; nproc; } | tee "$OUT/env.txt"
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv; lscpu | grep -E 'Model name|Thread|Core'; nproc; } |
+  tee "$OUT/env.txt"
+[ -x "$stage/tools/kiln_image_preprocess_bench" ] &&
+  timeout 60 "$stage/tools/kiln_image_preprocess_bench" 2>&1 | tail -7 | tee "$OUT/preprocess.txt"
 $K build "$stage/data/checkpoints/efficientnet_b0.tfhub-transplant" -o /tmp/b0.bundle --precision fp16 --batch 1,32,128 \
   > /dev/null 2>&1
 timeout 120 $K bench /tmp/b0.bundle --batch 1,32 --iters 200 --warmup 200 2>&1 | tee "$OUT/bench.txt" | tail -3
+images=$(mktemp -d)
+for i in $(seq 4096); do
+  cp samples/coffee.webp "$images/$i.webp"
+  printf '%s.webp\t967\n' "$i"
+done > "$images/labels.tsv"
+timeout 120 $K eval /tmp/b0.bundle --data "$images" --batch 32 2>&1 | tee "$OUT/eval.txt" | tail -2
 for instances in 1 2; do
+  [ "$instances" = 1 ] && (sleep 40 && top -H -b -n 1 -w 160 | head -40 > "$OUT/top.txt") &
   WRK_THREADS=4 timeout 150 bash bench/serve/load.sh $K /tmp/b0.bundle samples/coffee.webp 64 60 \
     "{\"max_batch_size\": 32, \"instances\": $instances}" cuda 2>&1 | tee -a "$OUT/load.txt" | grep -v bucket
 done

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -94,25 +95,50 @@ __attribute__((target_clones("avx2", "default"))) void horizontal(const Image& i
   out.width = cols;
   out.height = rows;
   out.rgb.assign(static_cast<size_t>(cols) * rows * 3, 0);
-  // Each source row widened to four int32 lanes a pixel (RGB and a spare), so that one tap of an
-  // output pixel is one 4-lane multiply-add; integer sums, so the same result as Pillow's
+  // Each source row is widened to four int32 lanes a pixel (RGB and a spare); two neighbouring
+  // pixels are then one 8-lane vector, and two taps of an output pixel one 8-lane multiply-add
+  // with that pixel's weights laid out to match. Integer sums, so the same result as Pillow's
   // pixel-by-pixel loop.
-  using Lanes = int32_t __attribute__((vector_size(16)));
-  std::vector<Lanes> wide(in.width);
+  using Pixel = int32_t __attribute__((vector_size(16)));
+  using Pair = int32_t __attribute__((vector_size(32)));
+  const int pairs = (c.ksize + 1) / 2;
+  // Plain int32 storage, read with memcpy: a vector type as a template argument loses its
+  // alignment, and an aligned load from std::vector's memory would fault.
+  std::vector<int32_t> weights(static_cast<size_t>(cols) * pairs * 8, 0);
+  for (int x = 0; x < cols; ++x) {
+    const int32_t* k = c.k.data() + static_cast<size_t>(x + col0) * c.ksize;
+    int32_t* w = weights.data() + static_cast<size_t>(x) * pairs * 8;
+    for (int i = 0; i < c.bounds[(x + col0) * 2 + 1]; ++i) std::fill_n(w + i * 4, 4, k[i]);  // tap i: lanes 4i..4i+3
+  }
+  // Padded with zero pixels so that the last pair of a window may run past the row.
+  std::vector<int32_t> wide((static_cast<size_t>(in.width) + 2 * pairs) * 4, 0);
+  std::vector<uint8_t> line(static_cast<size_t>(cols) * 3 + 1);  // one spare byte: each pixel stores four
   for (int y = 0; y < rows; ++y) {
     const uint8_t* src = in.rgb.data() + static_cast<size_t>(y + row0) * in.width * 3;
-    for (int x = 0; x < in.width; ++x) wide[x] = Lanes{src[x * 3], src[x * 3 + 1], src[x * 3 + 2], 0};
-    uint8_t* dst = out.rgb.data() + static_cast<size_t>(y) * cols * 3;
-    for (int x = 0; x < cols; ++x) {
-      const int xmin = c.bounds[(x + col0) * 2], xmax = c.bounds[(x + col0) * 2 + 1];
-      const int32_t* k = c.k.data() + static_cast<size_t>(x + col0) * c.ksize;
-      const Lanes* p = wide.data() + xmin;
-      Lanes sum = Lanes{} + (1 << (kPrecisionBits - 1));
-      for (int i = 0; i < xmax; ++i) sum += p[i] * k[i];
-      dst[x * 3] = clip8(sum[0]);
-      dst[x * 3 + 1] = clip8(sum[1]);
-      dst[x * 3 + 2] = clip8(sum[2]);
+    for (int x = 0; x < in.width; ++x) {
+      const Pixel px{src[x * 3], src[x * 3 + 1], src[x * 3 + 2], 0};
+      std::memcpy(wide.data() + x * 4, &px, sizeof px);
     }
+    for (int x = 0; x < cols; ++x) {
+      const int xmin = c.bounds[(x + col0) * 2], taps = c.bounds[(x + col0) * 2 + 1];
+      const int32_t* w = weights.data() + static_cast<size_t>(x) * pairs * 8;
+      Pair sum{};
+      for (int j = 0; 2 * j < taps; ++j) {
+        Pair p, k;
+        std::memcpy(&p, wide.data() + (xmin + 2 * j) * 4, sizeof p);
+        std::memcpy(&k, w + j * 8, sizeof k);
+        sum += p * k;
+      }
+      Pixel v =
+          Pixel{sum[0], sum[1], sum[2], sum[3]} + Pixel{sum[4], sum[5], sum[6], sum[7]} + (1 << (kPrecisionBits - 1));
+      // clip8 on four lanes: v >> 22 clamped to [0, 255] is the same function.
+      v >>= kPrecisionBits;
+      v = v < 0 ? 0 : v;
+      v = v > 255 ? 255 : v;
+      const auto bytes = __builtin_convertvector(v, uint8_t __attribute__((vector_size(4))));
+      std::memcpy(line.data() + x * 3, &bytes, 4);
+    }
+    std::memcpy(out.rgb.data() + static_cast<size_t>(y) * cols * 3, line.data(), static_cast<size_t>(cols) * 3);
   }
 }
 
