@@ -48,6 +48,7 @@ class ImageClassifier {
   std::vector<std::string> labels_;
   std::unique_ptr<Engine> engine_;
   std::string batch_symbol_;
+  std::vector<HostTensor> input_{HostTensor{"pixels", DType::F32, {}, {}}};  // run()'s, reused
 };
 
 }  // namespace kiln::classification

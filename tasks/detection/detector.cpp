@@ -75,7 +75,11 @@ Detector::Raw Detector::run(const std::vector<const Image*>& images) {
   KILN_CHECK(anchors >= max_det_,
              "[detect] a {}x{} input has {} anchors, fewer than the head's {} detections: use a larger --imgsz", w, h,
              anchors, max_det_);
-  HostTensor pixels = HostTensor::zeros("pixels", DType::F32, {batch, 3, h, w});
+  // The inputs' buffers are kept between calls (a 640x640 image is 4.9 MB of floats) and handed
+  // to the engine, not copied into a list.
+  HostTensor& pixels = inputs_[0];
+  pixels.shape = {batch, 3, h, w};
+  pixels.data.resize(static_cast<size_t>(pixels.numel()) * sizeof(float));
   float* p = pixels.as<float>();
   const size_t plane = checked_mul(static_cast<uint64_t>(w), static_cast<uint64_t>(h), "[detect] image");
   for (int b = 0; b < batch; ++b) {
@@ -85,9 +89,9 @@ Detector::Raw Detector::run(const std::vector<const Image*>& images) {
     for (size_t i = 0; i < plane; ++i)
       for (int c = 0; c < 3; ++c) dst[c * plane + i] = static_cast<float>(rgb[3 * i + c]) / 255.0f;
   }
-  HostTensor anchor_input = HostTensor::from_f32("anchors", {anchors, 3}, grid);
+  inputs_[1] = HostTensor::from_f32("anchors", {anchors, 3}, grid);
   lap(clock, seconds_.preprocess);
-  const auto out = engine_->run({pixels, anchor_input});
+  const auto out = engine_->run(inputs_);
   lap(clock, seconds_.inference);
   const Graph& g = bundle_->graph(bundle_->main_graph());
   auto output = [&](const char* name) -> const HostTensor& { return out.at(*g.find_output(name)); };

@@ -72,6 +72,7 @@ class Detector {
   int max_det_ = 0;
   std::unique_ptr<Engine> engine_;
   StageSeconds seconds_;
+  std::vector<HostTensor> inputs_{HostTensor{"pixels", DType::F32, {}, {}}, HostTensor{}};  // run()'s, reused
 };
 
 }  // namespace kiln::detection
