@@ -88,6 +88,10 @@ HttpServer::HttpServer(Repository* repository, Metrics* metrics, HttpOptions opt
   // cpp-httplib closes a kept-alive connection after 5 requests by default: clients that reuse
   // connections (load balancers, wrk) then race the close and see read errors.
   s.set_keep_alive_max_count(100000);
+  // Without TCP_NODELAY a response's body waits for the ACK of its headers (Nagle), which the
+  // client delays by up to 40 ms: measured, one client's request took 60 ms of which the server
+  // spent 18.
+  s.set_tcp_nodelay(true);
   // It also listens with a backlog of 5: a burst of clients overflows the accept queue and the
   // kernel resets their connections after they sent a request. Remember the listening socket
   // so that start() can listen again with a deep backlog (Linux takes a second listen()).
