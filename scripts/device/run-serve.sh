@@ -2,10 +2,10 @@
 # On a GPU machine, from the repository root, with STAGE made by `pack.sh STAGE a` plus wrk and
 # its libluajit in STAGE/tools (and, optionally, build/bench/kiln_image_preprocess_bench with its
 # libbenchmark): one core's decoding and preprocessing of the sample image, an fp16 b0 bundle
-# planned there, `kiln bench` of it, `kiln eval` over 4096 copies of the sample image (the
-# network plus decoding and preprocessing on every core: what the server can at best reach), then
-# bench/serve/load.sh against `kiln serve` on the GPU: 64 clients for 60 s with one and with two
-# engine instances (with a snapshot of the busiest threads), then 256 clients with a short queue
+# planned there, `kiln bench` of it, `kiln eval` over 4096 copies of the sample image (decoding on
+# every core while the GPU runs the previous batch), then bench/serve/load.sh against `kiln serve`
+# on the GPU: one client for 15 s (latency), 64 clients for 60 s with one and with two engine
+# instances (with a snapshot of the busiest threads), then 256 clients with a short queue
 # (overload). Results go to OUT.
 #   scripts/device/run-serve.sh STAGE OUT
 set -uo pipefail
@@ -28,6 +28,8 @@ for i in $(seq 4096); do
   printf '%s.webp\t967\n' "$i"
 done > "$images/labels.tsv"
 timeout 120 $K eval /tmp/b0.bundle --data "$images" --batch 32 2>&1 | tee "$OUT/eval.txt" | tail -2
+WRK_THREADS=1 timeout 60 bash bench/serve/load.sh $K /tmp/b0.bundle samples/coffee.webp 1 15 '{"max_batch_size": 32}' \
+  cuda 2>&1 | tee -a "$OUT/load.txt" | grep -v bucket
 for instances in 1 2; do
   [ "$instances" = 1 ] && (sleep 40 && top -H -b -n 1 -w 160 | head -40 > "$OUT/top.txt") &
   WRK_THREADS=4 timeout 150 bash bench/serve/load.sh $K /tmp/b0.bundle samples/coffee.webp 64 60 \
