@@ -355,6 +355,18 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
 
   plan.args.resize(nodes.size());
   std::vector<size_t> workspace(nb, 0);
+  // A plan tuned before or saved in the bundle runs known variants: only they (and the defaults)
+  // are asked for their workspace, since asking a variant can be slow host work (a cuDNN plan
+  // compiles its kernel).
+  const auto tuned_plan = tuned.find(key);
+  const auto saved_plan = saved.find(key);
+  auto may_run = [&](size_t i, int var, const KernelArgs& a) {
+    if (var == kernels[i]->default_variant(a)) return true;
+    if (tuned_plan != tuned.end()) return tuned_plan->second[i] == var;
+    if (saved_plan != saved.end())
+      return saved_plan->second.value(nodes[i].name, std::string()) == kernels[i]->variant_name(var);
+    return true;
+  };
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     KernelArgs& a = plan.args[i];
@@ -374,6 +386,7 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
     if (!kernels[i]) continue;
     // Room for every variant the cap allows, and always for the default (a kernel's only way).
     for (int var = 0; var < kernels[i]->variants(); ++var) {
+      if (!may_run(i, var, a)) continue;
       const size_t ws = kernels[i]->workspace_bytes(a, var);
       if (ws <= kWorkspaceCap || var == kernels[i]->default_variant(a))
         workspace[node_backend[i]] = std::max(workspace[node_backend[i]], ws);

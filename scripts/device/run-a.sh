@@ -11,7 +11,9 @@ OUT=${2:?usage: run-a.sh STAGE OUT}
 mkdir -p /tmp/k "$OUT"
 tar -xJf "$stage/kiln.tar.xz" -C /tmp/k
 # cuBLASLt comes with the machine's CUDA toolkit.
-export LD_LIBRARY_PATH=/tmp/k/lib:/usr/local/cuda/lib64 KILN_TEST_DATA=$stage/data KILN_PROGRESS=0
+# cuDNN 9 comes with PyTorch there; kiln opens it when it is on the library path.
+cudnn=$(python3 -c 'import nvidia.cudnn; print(nvidia.cudnn.__path__[0])' 2>/dev/null)/lib
+export LD_LIBRARY_PATH=/tmp/k/lib:/usr/local/cuda/lib64:$cudnn KILN_TEST_DATA=$stage/data KILN_PROGRESS=0
 K=/tmp/k/bin/kiln
 ckpt=$KILN_TEST_DATA/checkpoints/efficientnet_b0.tfhub-transplant
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; python3 -c 'import torch, timm; print("torch", torch.__version__, "timm", timm.__version__)'; } | tee "$OUT/env.txt"

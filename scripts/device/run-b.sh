@@ -10,7 +10,9 @@ stage=${1:?usage: run-b.sh STAGE OUT}
 OUT=${2:?usage: run-b.sh STAGE OUT}
 mkdir -p /tmp/k "$OUT"
 tar -xJf "$stage/kiln.tar.xz" -C /tmp/k
-export LD_LIBRARY_PATH=/tmp/k/lib:/usr/local/cuda/lib64 KILN_PROGRESS=0
+# cuDNN 9 comes with PyTorch there; kiln opens it when it is on the library path.
+cudnn=$(python3 -c 'import nvidia.cudnn; print(nvidia.cudnn.__path__[0])' 2>/dev/null)/lib
+export LD_LIBRARY_PATH=/tmp/k/lib:/usr/local/cuda/lib64:$cudnn KILN_PROGRESS=0
 K=/tmp/k/bin/kiln
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; } | tee "$OUT/env.txt"
 evaluate() {  # evaluate BUNDLE REFERENCE

@@ -13,7 +13,9 @@ stage=${1:?usage: run-serve.sh STAGE OUT}
 OUT=${2:?usage: run-serve.sh STAGE OUT}
 mkdir -p /tmp/k "$OUT"
 tar -xJf "$stage/kiln.tar.xz" -C /tmp/k
-export LD_LIBRARY_PATH=/tmp/k/lib:$stage/tools:/usr/local/cuda/lib64 KILN_PROGRESS=0 PATH=$stage/tools:$PATH
+# cuDNN 9 comes with PyTorch there; kiln opens it when it is on the library path.
+cudnn=$(python3 -c 'import nvidia.cudnn; print(nvidia.cudnn.__path__[0])' 2>/dev/null)/lib
+export LD_LIBRARY_PATH=/tmp/k/lib:$stage/tools:/usr/local/cuda/lib64:$cudnn KILN_PROGRESS=0 PATH=$stage/tools:$PATH
 K=/tmp/k/bin/kiln
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv; lscpu | grep -E 'Model name|Thread|Core'; nproc; } |
   tee "$OUT/env.txt"

@@ -11,7 +11,9 @@ OUT=${2:?usage: run-sizes.sh STAGE OUT}
 mkdir -p /tmp/k "$OUT"
 rm -f "$OUT"/sizes_*.jsonl  # one run's rows per folder
 [ -x /tmp/k/bin/kiln ] || tar -xJf "$stage/kiln.tar.xz" -C /tmp/k
-export LD_LIBRARY_PATH=/tmp/k/lib:/usr/local/cuda/lib64 KILN_PROGRESS=0
+# cuDNN 9 comes with PyTorch there; kiln opens it when it is on the library path.
+cudnn=$(python3 -c 'import nvidia.cudnn; print(nvidia.cudnn.__path__[0])' 2>/dev/null)/lib
+export LD_LIBRARY_PATH=/tmp/k/lib:/usr/local/cuda/lib64:$cudnn KILN_PROGRESS=0
 K=/tmp/k/bin/kiln
 archs=${ARCHS:-efficientnet_b1 efficientnet_b2 efficientnet_b3 efficientnet_b4}
 batch=${BATCH:-1,32}

@@ -10,7 +10,9 @@ stage=${1:?usage: run-y.sh STAGE OUT}
 OUT=${2:?usage: run-y.sh STAGE OUT}
 mkdir -p /tmp/k "$OUT"
 tar -xJf "$stage/kiln.tar.xz" -C /tmp/k
-export LD_LIBRARY_PATH=/tmp/k/lib:/usr/local/cuda/lib64 KILN_TEST_DATA=$stage/data KILN_PROGRESS=0 \
+# cuDNN 9 comes with PyTorch there; kiln opens it when it is on the library path.
+cudnn=$(python3 -c 'import nvidia.cudnn; print(nvidia.cudnn.__path__[0])' 2>/dev/null)/lib
+export LD_LIBRARY_PATH=/tmp/k/lib:/usr/local/cuda/lib64:$cudnn KILN_TEST_DATA=$stage/data KILN_PROGRESS=0 \
   PYTHONUNBUFFERED=1 YOLO_CONFIG_DIR=/tmp/yolo-config
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv; python3 -c 'import torch; print("torch", torch.__version__)'; } | tee "$OUT/env.txt"
 if [ "${TESTS:-1}" = 1 ]; then

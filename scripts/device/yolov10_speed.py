@@ -11,7 +11,9 @@ form PyTorch offers), cudnn.benchmark on, timed with bench/peers/torch_peers.py'
 torch.compile (reduce-overhead). The input is on the GPU already.
 Pre- and post-processing, yolov10n only: `kiln eval --device cuda` on DATA/coco-val2017-128 (its
 per-stage times) against Ultralytics' predictor on the same images (its speed dict), fp16.
-Writes OUT/yolov10_speed.json.
+Writes OUT/yolov10_speed.json. Environment: MODES (eager,graph,compile; empty: no peers), PREPOST=0
+skips the pre- and post-processing, WITHOUT_CUDNN=1 also times kiln with KILN_CUDNN=0 (its own
+kernels only), PROFILE=1 writes `kiln bench --profile` at batch 1 and 32 per size to OUT.
 """
 import json
 import os
@@ -28,19 +30,25 @@ from torch_peers import runner, time_calls  # noqa: E402
 from yolov10_reference import Hub, randomize, save_hub  # noqa: E402
 
 
-def kiln_network(kiln, arch, ckpt):
-    bundle = f"/tmp/{arch}.bundle"
+def kiln_network(kiln, arch, ckpt, out, label="kiln", env=None):
+    bundle = f"/tmp/{arch}-{label}.bundle"
+    env = dict(os.environ, **(env or {}))
     t0 = time.time()
     subprocess.run([kiln, "build", ckpt, "-o", bundle, "--precision", "fp16", "--batch", "1,32"], check=True,
-                   stdout=subprocess.DEVNULL, timeout=200)
-    entry = {"kiln_build_s": round(time.time() - t0, 1)}
-    print(f"{arch}: kiln build (kernels timed on this GPU) {entry['kiln_build_s']} s", flush=True)
-    bench = subprocess.run([kiln, "bench", bundle, "--batch", "1,32", "--sizes", "height=640,width=640,anchors=8400",
-                            "--iters", "100", "--warmup", "200", "--json"], check=True, capture_output=True,
-                           text=True, timeout=120).stdout
-    entry["kiln"] = [json.loads(line) for line in bench.splitlines() if line.startswith("{")]
-    for b in entry["kiln"]:
-        print(f"{arch} batch {b['batch']}: kiln fp16 {b['median_ms']:.3f} ms", flush=True)
+                   stdout=subprocess.DEVNULL, timeout=200, env=env)
+    entry = {f"{label}_build_s": round(time.time() - t0, 1)}
+    print(f"{arch}: {label} build (kernels timed on this GPU) {entry[f'{label}_build_s']} s", flush=True)
+    sizes = ["--sizes", "height=640,width=640,anchors=8400"]
+    bench = subprocess.run([kiln, "bench", bundle, "--batch", "1,32", *sizes, "--iters", "100", "--warmup", "200",
+                            "--json"], check=True, capture_output=True, text=True, timeout=120, env=env).stdout
+    entry[label] = [json.loads(line) for line in bench.splitlines() if line.startswith("{")]
+    for b in entry[label]:
+        print(f"{arch} batch {b['batch']}: {label} fp16 {b['median_ms']:.3f} ms", flush=True)
+    if os.environ.get("PROFILE") == "1":  # kernels one by one, with the variant each node runs
+        with open(os.path.join(out, f"{arch}-{label}-profile.jsonl"), "w") as f:
+            for batch in ("1", "32"):
+                subprocess.run([kiln, "bench", bundle, "--batch", batch, *sizes, "--iters", "20", "--profile", "--json"],
+                               check=True, stdout=f, stderr=subprocess.STDOUT, timeout=120, env=env)
     return bundle, entry
 
 
@@ -103,7 +111,7 @@ def pre_post(kiln, bundle, model, data):
 def main():
     kiln, parent, data, out = sys.argv[1:5]
     sizes = sys.argv[5:] or ["n", "s", "m"]
-    modes = os.environ.get("MODES", "eager,graph,compile").split(",")
+    modes = [m for m in os.environ.get("MODES", "eager,graph,compile").split(",") if m]
     sys.path.insert(0, parent)
     os.environ.setdefault("YOLO_CONFIG_DIR", "/tmp/yolo-config")
     from ultralytics import YOLOv10
@@ -115,7 +123,9 @@ def main():
         randomize(Hub(m.model))
         ckpt = f"/tmp/ckpt/{arch}"
         save_hub(Hub(m.model), ckpt, f"{arch}.yaml", m.model.names)
-        bundle, entry = kiln_network(kiln, arch, ckpt)
+        bundle, entry = kiln_network(kiln, arch, ckpt, out)
+        if os.environ.get("WITHOUT_CUDNN") == "1":  # kiln's own kernels only, for comparison
+            entry.update(kiln_network(kiln, arch, ckpt, out, "kiln_without_cudnn", {"KILN_CUDNN": "0"})[1])
         if size == sizes[0] and os.environ.get("PREPOST", "1") == "1":
             entry["pre_post"] = pre_post(kiln, bundle, m, data)
         entry["torch"] = torch_network(m.model, arch, modes)

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "backends/cuda/cudnn_conv.h"
 #include "backends/engine.h"
 #include "checkpoints/safetensors.h"
 #include "graph/family_registry.h"
@@ -139,6 +140,41 @@ TEST(CudaEngine, ImplicitGemmConvsMatchCpuWithEveryTile) {
     const std::vector<float> b = test::logits(*gpu, input);
     EXPECT_GE(test::ForcedVariants::taken(*gpu, sizes, variant), 1) << "the forced plan was not used";
     EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant;
+  }
+}
+
+// cuDNN's plans stand in for the dense convs' implicit GEMMs where it is present: each plan rank
+// forced on every conv that has it (3x3 and 5x5, strides 1 and 2, "same" padding, SiLU, ReLU and
+// none; the 1x1 convs between them, one with a fused residual, keep kiln's GEMM), against the CPU.
+TEST(CudaEngine, CudnnConvPlansMatchCpu) {
+  REQUIRE_GPU();
+  if (!cuda::cudnn_conv::available()) GTEST_SKIP() << "cuDNN 9 (libcudnn.so.9) is not on the library path";
+  GraphMaker g(23);
+  int x = g.input(3);
+  x = g.conv(x, 16, 3, 2, false, Activation::SiLU);  // the stem
+  x = g.conv(x, 32, 3, 1, false, Activation::SiLU);
+  x = g.conv(x, 48, 3, 2, false, Activation::SiLU);
+  int y = g.conv(x, 48, 5, 1, false, Activation::None, true);
+  y = g.conv(y, 96, 1, 1, false, Activation::SiLU);
+  y = g.conv(y, 48, 1, 1, false, Activation::None);
+  x = g.op("add", {y, x});
+  x = g.conv(x, 40, 3, 1, false, Activation::ReLU);
+  x = g.flatten(g.pool(x));
+  x = g.linear(x, 16, Activation::None);
+  g.finish(x);
+  for (auto [batch, h, w] : {std::tuple{1, 37, 45}, std::tuple{3, 64, 48}}) {
+    const Bindings sizes = image_sizes(batch, h, w);
+    const test::ForcedVariants forced(g.def, sizes);
+    const Tensor input = test::random_input(g.def, batch, h, w, 29);
+    const std::vector<float> a = test::logits(*test::engine(g.def, "cpu"), input);
+    for (int plan = 0; plan < cuda::cudnn_conv::kMaxPlans; ++plan) {
+      const std::string variant = "cudnn_" + std::to_string(plan);
+      auto gpu = forced.forced(variant);
+      const std::vector<float> b = test::logits(*gpu, input);
+      const int taken = test::ForcedVariants::taken(*gpu, sizes, variant);
+      if (plan == 0) EXPECT_EQ(taken, 4) << "every dense conv after the stem has a first cuDNN plan";
+      EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant << " batch " << batch;
+    }
   }
 }
 

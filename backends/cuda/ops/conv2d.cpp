@@ -6,10 +6,16 @@
 // conv on the f32 NCHW input the stem kernel (stem_conv.cu), a dense k x k conv the same
 // tensor-core GEMM reading its input through an im2col view (an implicit GEMM: gemm_mma.cu). Any
 // other conv runs the direct kernel (conv_direct.cu), which takes every form in f32 and f16.
+// Where cuDNN is present, dense convs also get cuDNN's fused plans as variants (cudnn_conv.h),
+// timed against kiln's tiles like any other variant.
+#include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "backends/cuda/conv_direct.cuh"
 #include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/cudnn_conv.h"
 #include "backends/cuda/kernels.cuh"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -93,6 +99,38 @@ bool fast_conv2d(const Graph& g, const Node& n) {
 
 cuda::Act to_cuda(Activation a) { return static_cast<cuda::Act>(static_cast<int>(a)); }
 
+std::optional<cuda::CudnnAct> cudnn_act(Activation a) {
+  switch (a) {
+    case Activation::None:
+      return cuda::CudnnAct::None;
+    case Activation::ReLU:
+      return cuda::CudnnAct::ReLU;
+    case Activation::SiLU:
+      return cuda::CudnnAct::SiLU;
+    case Activation::Sigmoid:
+      return cuda::CudnnAct::Sigmoid;
+    default:
+      return std::nullopt;
+  }
+}
+
+// Whether cuDNN's plans may stand in for the implicit GEMM of a dense k x k conv: fp16 in and
+// out, the epilogue cuDNN's pointwise ops express (bias, activation, residual), no FP8, gate or
+// mean. Pointwise convs stay on kiln's GEMM: on a detector's 1x1 convs cuDNN's plans were no faster
+// overall, and each plan costs its NVRTC compile at build time.
+bool cudnn_takes(const ConvFacts& f, ConvPath path) {
+  return path == ConvPath::ImplicitGemm && f.x == DType::F16 && f.out == DType::F16 && !f.gate && !f.fp8_weight &&
+         !f.p.fp8_input() && !f.p.mean_output && f.p.groups == 1 && cudnn_act(f.p.act).has_value() &&
+         cuda::cudnn_conv::available();
+}
+
+// The largest power of two up to 16 that divides every address.
+int64_t common_alignment(std::initializer_list<const void*> ptrs) {
+  uint64_t bits = 16;
+  for (const void* p : ptrs) bits |= reinterpret_cast<uintptr_t>(p);
+  return static_cast<int64_t>(bits & (~bits + 1));
+}
+
 class Conv2dKernel : public Kernel {
  public:
   explicit Conv2dKernel(CudaKernelContext& c) : weights_(c.weights), node_(c.node.name) {
@@ -100,6 +138,7 @@ class Conv2dKernel : public Kernel {
     const Node& n = c.node;
     f_ = facts(g, n);
     path_ = choose(f_);
+    cudnn_ = cudnn_takes(f_, path_);
     std::vector<float> w = c.constants(g.values()[n.inputs[Weight]].name).to_f32();
     std::vector<float> weight_scale;
     if (n.input(WeightScale) >= 0) weight_scale = c.constants(g.values()[n.inputs[WeightScale]].name).to_f32();
@@ -149,14 +188,21 @@ class Conv2dKernel : public Kernel {
     }
   }
 
+  // GEMM-path variants: kiln's tiles, then (dense convs, with cuDNN) its plans, "cudnn_0" the
+  // heuristic's first.
   int variants() const override {
-    return gemm() ? cuda::kGemmVariants : path_ == ConvPath::Depthwise ? cuda::kDepthwiseVariants : 1;
+    if (gemm()) return cuda::kGemmVariants + (cudnn_ ? cuda::cudnn_conv::kMaxPlans : 0);
+    return path_ == ConvPath::Depthwise ? cuda::kDepthwiseVariants : 1;
   }
   std::string variant_name(int v) const override {
-    if (gemm()) return cuda::gemm_variant_name(v);
+    if (gemm()) return v < cuda::kGemmVariants ? cuda::gemm_variant_name(v) : "cudnn_" + std::to_string(cudnn_plan(v));
     return path_ == ConvPath::Depthwise ? cuda::depthwise_variant_name(v) : "default";
   }
   bool variant_runs(const KernelArgs& a, int v) const override {
+    if (gemm() && v >= cuda::kGemmVariants) {
+      const auto s = cudnn_shape(a);
+      return s && cuda::cudnn_conv::has_plan(*s, cudnn_plan(v));
+    }
     if (gemm()) return cuda::gemm_variant_supports(gemm_args(a), v);
     return path_ != ConvPath::Depthwise || cuda::depthwise_variant_supports(depthwise_args(a), v);
   }
@@ -164,6 +210,10 @@ class Conv2dKernel : public Kernel {
     return gemm() ? cuda::gemm_default_variant(gemm_args(a)) : 0;
   }
   size_t workspace_bytes(const KernelArgs& a, int v) const override {
+    if (gemm() && v >= cuda::kGemmVariants) {
+      const auto s = cudnn_shape(a);
+      return s ? cuda::cudnn_conv::workspace_bytes(*s, cudnn_plan(v)) : 0;
+    }
     return gemm() ? cuda::gemm_workspace_bytes(gemm_args(a), v) : 0;
   }
   bool packs_input(int slot) const override { return slot == Weight || slot == Bias || slot == WeightScale; }
@@ -185,6 +235,17 @@ class Conv2dKernel : public Kernel {
     switch (path_) {
       case ConvPath::Gemm:
       case ConvPath::ImplicitGemm:
+        if (variant >= cuda::kGemmVariants) {
+          cuda::CudnnConvTensors t;
+          t.x = a.inputs[X].data;
+          t.w = weights_.at(weight_);
+          t.bias = bias();
+          t.residual = f_.residual ? a.inputs[Residual].data : nullptr;
+          t.y = a.outputs[0].data;
+          t.workspace = a.workspace;
+          cuda::cudnn_conv::run(*cudnn_shape(a), cudnn_plan(variant), t, s);
+          return;
+        }
         cuda::launch_gemm(gemm_args(a), variant, s);
         return;
       case ConvPath::Depthwise:
@@ -241,6 +302,40 @@ class Conv2dKernel : public Kernel {
 
  private:
   bool gemm() const { return path_ == ConvPath::Gemm || path_ == ConvPath::ImplicitGemm; }
+  static int cudnn_plan(int variant) { return variant - cuda::kGemmVariants; }
+
+  // The conv as cuDNN describes it; none where its padding arithmetic would give another output size.
+  std::optional<cuda::CudnnConvShape> cudnn_shape(const KernelArgs& a) const {
+    const ConvGeometry geo = conv2d_geometry(f_.p, a.inputs[X].shape, f_.w, *a.node);
+    cuda::CudnnConvShape s;
+    s.n = geo.n;
+    s.h = geo.h;
+    s.w = geo.w;
+    s.c = geo.c;
+    s.o = geo.o;
+    s.oh = geo.oh;
+    s.ow = geo.ow;
+    s.kh = f_.p.kh;
+    s.kw = f_.p.kw;
+    s.stride_h = f_.p.stride_h;
+    s.stride_w = f_.p.stride_w;
+    s.dilation_h = f_.p.dilation_h;
+    s.dilation_w = f_.p.dilation_w;
+    s.pad_top = geo.pad_top;
+    s.pad_left = geo.pad_left;
+    const int64_t span_h = (s.kh - 1) * s.dilation_h + 1, span_w = (s.kw - 1) * s.dilation_w + 1;
+    s.pad_bottom = std::max<int64_t>(0, (s.oh - 1) * s.stride_h + span_h - s.h - s.pad_top);
+    s.pad_right = std::max<int64_t>(0, (s.ow - 1) * s.stride_w + span_w - s.w - s.pad_left);
+    if ((s.h + s.pad_top + s.pad_bottom - span_h) / s.stride_h + 1 != s.oh ||
+        (s.w + s.pad_left + s.pad_right - span_w) / s.stride_w + 1 != s.ow)
+      return std::nullopt;
+    s.act = *cudnn_act(f_.p.act);
+    s.bias = has_bias_;
+    s.residual = f_.residual;
+    s.align = common_alignment(
+        {a.inputs[X].data, weights_.at(weight_), a.outputs[0].data, f_.residual ? a.inputs[Residual].data : nullptr});
+    return s;
+  }
   const float* bias() const { return has_bias_ ? weights_.get<float>(bias_) : nullptr; }
 
   template <typename A>
@@ -328,6 +423,7 @@ class Conv2dKernel : public Kernel {
   ConvPath path_ = ConvPath::Direct;
   size_t weight_ = 0, bias_ = 0, col_scale_ = 0;
   bool has_bias_ = false;
+  bool cudnn_ = false;  // cuDNN's plans are variants too (cudnn_conv.h)
 };
 
 }  // namespace

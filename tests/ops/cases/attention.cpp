@@ -1,8 +1,9 @@
 // attention: size 1, odd sizes with Dv != D, sequences past 64, causal with Sq == Sk and with a
 // prefix (Sq < Sk), padding masks (with a fully masked row, and in f32 under f16 q), finite bias
 // masks, a rank-1 mask, an explicit scale, kv_length (i32 and i64, a decoder step, a length of
-// 0), and grouped-query heads. Cases without kv_length or GQA also check the decomposition
-// matmul -> add mask -> softmax -> matmul, with causal as an explicit 0 / -inf constant mask.
+// 0), grouped-query heads, and 16 or more query rows (image tokens) with masks, causal and
+// kv_length. Cases without kv_length or GQA also check the decomposition matmul -> add mask ->
+// softmax -> matmul, with causal as an explicit 0 / -inf constant mask.
 #include <cmath>
 
 #include "core/dtype.h"
@@ -84,6 +85,11 @@ KILN_OP_CASES(attention) {
       {1, 4, 2, 5, 9, 8, 8, false, M::None, 0, {}, DType::I32, "gqa"},
       {2, 6, 1, 70, 70, 16, 8, true, M::None, 0, {}, DType::I32, "gqa_causal"},
       {2, 4, 2, 1, 20, 8, 8, true, M::Padding, 0, {3, 20}, DType::I64, "gqa_decode_mask_kv_length"},
+      // 16 query rows or more: a warp takes 4 rows at once (Sq not a multiple of 4 here)
+      {2, 2, 2, 50, 50, 32, 64, false, M::None, 0, {}, DType::I32, "image_tokens"},
+      {2, 2, 2, 19, 70, 8, 8, false, M::Padding, 0, {}, DType::I32, "rows_padding_mask"},
+      {1, 3, 3, 18, 20, 4, 4, false, M::Bias, 0.3, {}, DType::I32, "rows_bias_mask"},
+      {2, 2, 2, 17, 40, 8, 8, true, M::None, 0, {30, 40}, DType::I64, "rows_causal_kv_length"},
   };
   std::vector<OpCase> cases;
   for (DType t : {DType::F32, DType::F16})

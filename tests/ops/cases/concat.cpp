@@ -1,5 +1,5 @@
 // concat: one to three inputs along the first, a middle and the last axis (negative too), size
-// 1, and an empty input, for floats and integers.
+// 1, an empty input, and NHWC channel concats, for floats and integers.
 #include <fmt/format.h>
 
 #include "tests/ops/op_case.h"
@@ -9,8 +9,15 @@ namespace kiln::test {
 KILN_OP_CASES(concat) {
   std::vector<OpCase> cases;
   const std::vector<std::pair<std::vector<Shape>, int64_t>> specs = {
-      {{{1}, {1}}, 0}, {{{3, 5}, {3, 2}, {3, 1}}, -1}, {{{2, 3, 4, 5}, {2, 1, 4, 5}}, 1}, {{{2, 7, 3}, {2, 7, 3}}, -3},
-      {{{4, 3}}, 1},   {{{3, 0}, {3, 4}}, 1}};
+      {{{1}, {1}}, 0},
+      {{{3, 5}, {3, 2}, {3, 1}}, -1},
+      {{{2, 3, 4, 5}, {2, 1, 4, 5}}, 1},
+      {{{2, 7, 3}, {2, 7, 3}}, -3},
+      {{{4, 3}}, 1},
+      {{{3, 0}, {3, 4}}, 1},
+      // NHWC channel concats whose runs the GPU copies 16 and 8 bytes at a time
+      {{{2, 5, 6, 16}, {2, 5, 6, 8}, {2, 5, 6, 24}}, -1},
+      {{{1, 3, 4, 12}, {1, 3, 4, 4}}, 3}};
   for (DType t : {DType::F32, DType::F16, DType::I32})
     for (const auto& [shapes, axis] : specs) {
       std::string variant = fmt::format("axis{}", axis);

@@ -13,11 +13,10 @@ KILN_OP_CASES(split) {
     int64_t axis;
     std::vector<int64_t> sizes;
   };
-  const std::vector<Spec> specs = {{{5}, 0, {2, 3}},
-                                   {{3, 7}, -1, {1, 4, 2}},
-                                   {{2, 6, 3, 4}, 1, {6}},
-                                   {{4, 5}, 0, {0, 4}},
-                                   {{2, 9, 5}, -2, {3, 3, 3}}};
+  const std::vector<Spec> specs = {
+      {{5}, 0, {2, 3}},           {{3, 7}, -1, {1, 4, 2}},         {{2, 6, 3, 4}, 1, {6}}, {{4, 5}, 0, {0, 4}},
+      {{2, 9, 5}, -2, {3, 3, 3}}, {{2, 5, 3, 32}, -1, {16, 8, 8}},  // NHWC channel splits: wide copies
+      {{1, 4, 3, 12}, 3, {4, 8}}};
   for (DType t : {DType::F32, DType::F16, DType::I64})
     for (const Spec& s : specs) {
       OpCase c("split", t, s.x, fmt::format("axis{}{}", s.axis, to_string(Shape(s.sizes.begin(), s.sizes.end()))));
