@@ -3,12 +3,6 @@
 // conv without it. Its headers give the types; KILN_HAVE_CUDNN says the build found them.
 #include "backends/cuda/cudnn_conv.h"
 
-#include <deque>
-#include <map>
-#include <mutex>
-#include <utility>
-#include <vector>
-
 #include "core/error.h"
 
 #if KILN_HAVE_CUDNN
@@ -19,10 +13,16 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 // CUDNN_ATTR_OPERATIONGRAPH_HANDLE and CUDNN_ATTR_EXECUTION_PLAN_HANDLE are marked deprecated in
-// cuDNN 9 but are still how a graph and a plan learn their device (the replacement, a device
-// property descriptor, is newer than some cuDNN 9 releases kiln runs with).
+// cuDNN 9 (in favour of device-property descriptors) but still accepted (9.19 measured); they
+// tie the graph and its plans to the handle that executes them.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 namespace kiln::cuda::cudnn_conv {
