@@ -4,6 +4,8 @@
 // turns into labelled top-k strings. Images are decoded and preprocessed while admitting, in the
 // clients' threads; the batch's thread only runs the network (the same preprocessing and engine
 // call as kiln::Classifier, so a batch's logits are its logits bit for bit).
+#include <algorithm>
+
 #include "api/model_info.h"
 #include "bundle/bundle.h"
 #include "core/error.h"
@@ -64,22 +66,22 @@ class ClassifierServable : public Servable {
   }
 
   std::vector<std::vector<InferTensor>> run(const std::vector<Work>& batch) override {
-    std::vector<float> pixels;
     int64_t rows = 0;
+    for (const Work& w : batch) rows += w.admission->batch;
+    // Each request's pixels copied once, into the buffer the engine reads.
+    float* pixels = model_->input_for(static_cast<int>(rows));
     for (const Work& w : batch) {
-      if (w.admission->prepared.has_value()) {
-        const auto& p = *std::any_cast<std::shared_ptr<const std::vector<float>>>(w.admission->prepared);
-        pixels.insert(pixels.end(), p.begin(), p.end());
-      } else {
-        const InferTensor& p = *w.request->input("pixels");
-        const float* f = reinterpret_cast<const float*>(p.data.data());
-        pixels.insert(pixels.end(), f, f + p.data.size() / sizeof(float));
-      }
-      rows += w.admission->batch;
+      const float* from = nullptr;
+      if (w.admission->prepared.has_value())
+        from = std::any_cast<std::shared_ptr<const std::vector<float>>>(w.admission->prepared)->data();
+      else
+        from = reinterpret_cast<const float*>(w.request->input("pixels")->data.data());
+      const int64_t count = w.admission->batch * info_.channels * info_.height * info_.width;
+      pixels = std::copy(from, from + count, pixels);
     }
     const int64_t n = info_.num_classes;
     std::vector<float> logits(rows * n);
-    model_->run(pixels.data(), static_cast<int>(rows), logits.data());
+    model_->run_input(static_cast<int>(rows), logits.data());
     std::vector<float> probs;
     for (int64_t r = 0; r < rows; ++r) {
       std::vector<float> p = classification::softmax(logits.data() + r * n, static_cast<int>(n));

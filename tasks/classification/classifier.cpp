@@ -62,24 +62,35 @@ ImageClassifier::ImageClassifier(std::shared_ptr<const Bundle> bundle, const std
 
 Bindings ImageClassifier::bindings(int batch) const { return {{batch_symbol_, batch}}; }
 
-void ImageClassifier::run(const float* input, int batch, float* logits) {
+// The input buffer is kept between calls (a batch of 32 is 19 MB: a fresh one would be
+// allocated, faulted in and zeroed each time) and handed over, not copied into a list.
+float* ImageClassifier::input_for(int batch) {
   KILN_CHECK(batch >= 1, "[classify] batch must be at least 1");
-  // The input buffer is kept between calls (a batch of 32 is 19 MB: a fresh one would be
-  // allocated, faulted in and zeroed each time) and handed over, not copied into a list.
   HostTensor& pixels = input_[0];
   pixels.shape = {batch, pre_.channels, pre_.height, pre_.width};
   pixels.data.resize(static_cast<size_t>(pixels.numel()) * sizeof(float));
-  std::memcpy(pixels.data.data(), input, pixels.data.size());
+  return reinterpret_cast<float*>(pixels.data.data());
+}
+
+void ImageClassifier::run_input(int batch, float* logits) {
+  KILN_CHECK(!input_[0].shape.empty() && input_[0].shape[0] == batch, "[classify] run_input({}) without input_for({})",
+             batch, batch);
   const auto out = engine_->run(input_);
   std::memcpy(logits, out[0].data.data(), out[0].data.size());
 }
 
+void ImageClassifier::run(const float* input, int batch, float* logits) {
+  float* in = input_for(batch);
+  std::memcpy(in, input, input_[0].data.size());
+  run_input(batch, logits);
+}
+
 std::vector<float> ImageClassifier::classify(const std::vector<const Image*>& images) {
   const size_t per_image = static_cast<size_t>(pre_.channels) * pre_.height * pre_.width;
-  std::vector<float> input(per_image * images.size());
-  for (size_t i = 0; i < images.size(); ++i) preprocess(*images[i], pre_, input.data() + i * per_image);
+  float* input = input_for(static_cast<int>(images.size()));
+  for (size_t i = 0; i < images.size(); ++i) preprocess(*images[i], pre_, input + i * per_image);
   std::vector<float> logits(images.size() * num_classes());
-  run(input.data(), static_cast<int>(images.size()), logits.data());
+  run_input(static_cast<int>(images.size()), logits.data());
   return logits;
 }
 

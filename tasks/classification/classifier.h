@@ -39,6 +39,10 @@ class ImageClassifier {
 
   // input: batch x C x H x W; logits: batch x classes.
   void run(const float* input, int batch, float* logits);
+  // run() without its copy: input_for(batch) is the buffer the engine reads (batch x C x H x W
+  // floats, valid until the next call), to be filled in place, then run_input(batch, logits).
+  float* input_for(int batch);
+  void run_input(int batch, float* logits);
   // Preprocesses and runs a batch of images.
   std::vector<float> classify(const std::vector<const Image*>& images);
 
