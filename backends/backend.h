@@ -96,6 +96,13 @@ class Backend {
   virtual void upload(void* dst, const void* src, size_t bytes) = 0;    // host -> this backend
   virtual void download(void* dst, const void* src, size_t bytes) = 0;  // after queued work
   virtual void zero(void* dst, size_t bytes) = 0;                       // queued
+  // Host memory that queued copies may use (page-locked on a GPU), or nullptr where plain
+  // host memory serves (the CPU). The queued copies take only such memory, and a replay
+  // captures them; where there is no queue they are the plain copies.
+  virtual void* allocate_host(size_t bytes) { return nullptr; }
+  virtual void release_host(void* p) {}
+  virtual void upload_queued(void* dst, const void* host, size_t bytes) { upload(dst, host, bytes); }
+  virtual void download_queued(void* host, const void* src, size_t bytes) { download(host, src, bytes); }
   virtual void synchronize() {}
   virtual void* stream() { return nullptr; }
   // ms that `work` (which queues kernels) takes to run.
@@ -104,8 +111,11 @@ class Backend {
   virtual std::unique_ptr<Replay> capture(const std::function<void()>& work) { return nullptr; }
   // Whether tuning and captured replays pay off (a GPU); CPU kernels run as called.
   virtual bool is_accelerator() const { return false; }
-  // After a run: throws if a kernel found an input it could not use (an index out of range)
-  // where it could not throw itself (a GPU).
+  // Kernels that find an input they cannot use (an index out of range) where they cannot throw
+  // (a GPU) raise a flag instead. queue_error_readback() queues a copy of the flags into host
+  // memory (a replay may capture it); check_errors(), once that copy is synchronized, throws
+  // if a flag was raised.
+  virtual void queue_error_readback() {}
   virtual void check_errors() {}
 };
 

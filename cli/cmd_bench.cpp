@@ -2,10 +2,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 
 #include "bundle/bundle.h"
 #include "cli/commands.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace kiln::cli {
@@ -42,6 +44,37 @@ Bindings parse_sizes(const std::string& text) {
   return out;
 }
 
+// The graph's inputs at these sizes, made up like Engine::benchmark's: floats from
+// fill_benchmark_input, integers 0.
+std::vector<HostTensor> made_up_inputs(const Graph& g, const Bindings& sizes) {
+  std::vector<HostTensor> out;
+  for (int v : g.inputs()) {
+    const Value& val = g.values()[v];
+    HostTensor t = HostTensor::zeros(val.name, val.dtype, resolve(val.shape, sizes));
+    if (is_float(val.dtype)) {
+      std::vector<float> f(static_cast<size_t>(t.numel()));
+      fill_benchmark_input(f);
+      convert_from_f32(val.dtype, f.data(), t.data.data(), t.numel());
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// ms per call of whole Engine::run calls, as an application makes them: inputs uploaded from
+// host memory, the graph run, outputs read back, errors checked.
+std::vector<double> time_whole_calls(Engine& engine, const std::vector<HostTensor>& inputs, int warmup, int samples,
+                                     int calls) {
+  for (int i = 0; i < warmup; ++i) engine.run(inputs);
+  std::vector<double> ms;
+  for (int s = 0; s < samples; ++s) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int c = 0; c < calls; ++c) engine.run(inputs);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / calls);
+  }
+  return ms;
+}
+
 }  // namespace
 
 Command add_bench(CLI::App& app) {
@@ -50,7 +83,7 @@ Command add_bench(CLI::App& app) {
   struct Args {
     std::string bundle, graph, batch = "1", sizes, device = "auto";
     int iters = 50, warmup = 10, calls = 0;
-    bool json = false, profile = false, plan = false;
+    bool json = false, profile = false, plan = false, whole_calls = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("bundle", args->bundle, "Bundle file")->required();
@@ -65,6 +98,9 @@ Command add_bench(CLI::App& app) {
   cmd->add_flag("--json", args->json, "One JSON object per batch size");
   cmd->add_flag("--profile", args->profile, "Also report kernel time per layer group, and the slowest kernels");
   cmd->add_flag("--plan", args->plan, "Also list the kernels, where each runs and the variant chosen");
+  cmd->add_flag("--whole-calls", args->whole_calls,
+                "Time whole run() calls instead: inputs from host memory, outputs read back (what an application "
+                "waits for)");
   return [args] {
     const std::vector<int> batches = parse_batch_list(args->batch, "bench");
     auto bundle = Bundle::open(args->bundle);
@@ -81,15 +117,16 @@ Command add_bench(CLI::App& app) {
     const bool gpu = engine.device().rfind("cpu", 0) != 0;  // "cpu", "cpu-reference"
     const int calls = args->calls > 0 ? args->calls : (gpu ? 20 : 1);
     if (!args->json)
-      fmt::print("{} {} graph {} on {}, {} samples of {} calls\n{:>6} {:>10} {:>9} {:>9} {:>9} {:>11} {:>11}\n",
+      fmt::print("{} {} graph {} on {}, {} samples of {} {}calls\n{:>6} {:>10} {:>9} {:>9} {:>9} {:>11} {:>11}\n",
                  bundle->manifest()["model"].value("architecture", ""), bundle->precision(), graph_name,
-                 engine.device(), args->iters, calls, "batch", "median ms", "p10 ms", "p90 ms", "min ms", "items/s",
-                 "act. MiB");
+                 engine.device(), args->iters, calls, args->whole_calls ? "whole " : "", "batch", "median ms", "p10 ms",
+                 "p90 ms", "min ms", "items/s", "act. MiB");
     for (int batch : batches) {
       Bindings sizes = base;
       if (sizes.count("batch")) sizes["batch"] = batch;
       engine.prepare(sizes);
-      auto ms = engine.benchmark(sizes, args->warmup, args->iters, calls);
+      auto ms = args->whole_calls ? time_whole_calls(engine, made_up_inputs(g, sizes), args->warmup, args->iters, calls)
+                                  : engine.benchmark(sizes, args->warmup, args->iters, calls);
       const double median = percentile(ms, 0.5);
       // Per node, then per group; the plan's lines name the nodes in the same order.
       std::vector<double> node_ms;
@@ -106,6 +143,7 @@ Command add_bench(CLI::App& app) {
                             {"graph", graph_name},
                             {"sizes", sizes},
                             {"batch", batch},
+                            {"whole_calls", args->whole_calls},
                             {"median_ms", median},
                             {"p10_ms", percentile(ms, 0.1)},
                             {"p90_ms", percentile(ms, 0.9)},

@@ -268,6 +268,11 @@ TEST(Cli, RunsAnyGraphOnSafetensors) {
       test::run_command(kiln_bin() + " bench " + bundle + " --device cpu --sizes seq=16 --batch 1,4 --json", &out), 0)
       << out;
   EXPECT_NE(out.find("\"sizes\":{\"batch\":4,\"seq\":16}"), std::string::npos) << out;
+  // --whole-calls times run() itself, on host inputs.
+  ASSERT_EQ(
+      test::run_command(kiln_bin() + " bench " + bundle + " --device cpu --sizes seq=16 --whole-calls --json", &out), 0)
+      << out;
+  EXPECT_NE(out.find("\"whole_calls\":true"), std::string::npos) << out;
   // --profile: a time for every node of the plan, named as --plan names it.
   ASSERT_EQ(
       test::run_command(kiln_bin() + " bench " + bundle + " --device cpu --sizes seq=16 --profile --plan --json", &out),

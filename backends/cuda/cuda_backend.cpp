@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cuda/cuda_check.h"
@@ -119,11 +120,14 @@ CudaBackend::CudaBackend(const std::string& precision) : precision_(precision) {
   KILN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   KILN_CUDA_CHECK(cudaMalloc(&error_word_, sizeof(uint32_t)));
   KILN_CUDA_CHECK(cudaMemset(error_word_, 0, sizeof(uint32_t)));
+  KILN_CUDA_CHECK(cudaMallocHost(&error_copy_, sizeof(uint32_t)));
+  *error_copy_ = 0;
 }
 
 CudaBackend::~CudaBackend() {
   if (stream_) cudaStreamSynchronize(stream_);
   cudaFree(error_word_);
+  cudaFreeHost(error_copy_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -184,6 +188,27 @@ void CudaBackend::download(void* dst, const void* src, size_t bytes) {
 
 void CudaBackend::zero(void* dst, size_t bytes) { KILN_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_)); }
 
+// Page-locked memory is a limited system resource: nullptr (the engine then copies from
+// pageable memory) rather than an error when the system refuses.
+void* CudaBackend::allocate_host(size_t bytes) {
+  void* p = nullptr;
+  if (cudaMallocHost(&p, std::max<size_t>(bytes, 64)) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: clear it so that later checks do not report it
+    return nullptr;
+  }
+  return p;
+}
+
+void CudaBackend::release_host(void* p) { cudaFreeHost(p); }
+
+void CudaBackend::upload_queued(void* dst, const void* host, size_t bytes) {
+  KILN_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
+}
+
+void CudaBackend::download_queued(void* host, const void* src, size_t bytes) {
+  KILN_CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_));
+}
+
 void CudaBackend::synchronize() { KILN_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
 double CudaBackend::time_ms(const std::function<void()>& work) {
@@ -232,12 +257,16 @@ std::unique_ptr<Replay> CudaBackend::capture(const std::function<void()>& work) 
   return std::make_unique<CudaGraphReplay>(exec, stream_);
 }
 
+void CudaBackend::queue_error_readback() {
+  if (error_checks_)
+    KILN_CUDA_CHECK(cudaMemcpyAsync(error_copy_, error_word_, sizeof *error_copy_, cudaMemcpyDeviceToHost, stream_));
+}
+
 void CudaBackend::check_errors() {
   if (!error_checks_) return;
-  uint32_t word = 0;
-  KILN_CUDA_CHECK(cudaMemcpyAsync(&word, error_word_, sizeof word, cudaMemcpyDeviceToHost, stream_));
-  KILN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const uint32_t word = *static_cast<volatile uint32_t*>(error_copy_);
   if (!word) return;
+  *error_copy_ = 0;
   KILN_CUDA_CHECK(cudaMemsetAsync(error_word_, 0, sizeof word, stream_));
   if (word & kCudaIndexOutOfRange) fail("[cuda] an index (e.g. a token id) was out of range for its table");
   if (word & kCudaOffsetOutOfRange) fail("[cuda] a slice offset (e.g. a cache position) was out of range");

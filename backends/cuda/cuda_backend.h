@@ -28,11 +28,16 @@ class CudaBackend : public Backend {
   void upload(void* dst, const void* src, size_t bytes) override;
   void download(void* dst, const void* src, size_t bytes) override;
   void zero(void* dst, size_t bytes) override;
+  void* allocate_host(size_t bytes) override;
+  void release_host(void* p) override;
+  void upload_queued(void* dst, const void* host, size_t bytes) override;
+  void download_queued(void* host, const void* src, size_t bytes) override;
   void synchronize() override;
   void* stream() override { return stream_; }
   double time_ms(const std::function<void()>& work) override;
   std::unique_ptr<Replay> capture(const std::function<void()>& work) override;
   bool is_accelerator() const override { return true; }
+  void queue_error_readback() override;
   void check_errors() override;
 
  private:
@@ -41,6 +46,7 @@ class CudaBackend : public Backend {
   cudaStream_t stream_ = nullptr;
   CudaWeights weights_;
   uint32_t* error_word_ = nullptr;  // device
+  uint32_t* error_copy_ = nullptr;  // page-locked host memory: error_word_ as last read back
   bool error_checks_ = false;       // some kernel can set the error word
 };
 

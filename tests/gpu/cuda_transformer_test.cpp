@@ -40,6 +40,30 @@ TEST(CudaTransformer, EncoderMatchesCpu) {
   }
 }
 
+// A token id outside the table is flagged by the GPU's gather and read back with the run's
+// outputs: the call throws, and the next call with valid ids is clean and right.
+TEST(CudaTransformer, AnIdOutOfRangeFailsTheCallAndOnlyThatCall) {
+  REQUIRE_GPU();
+  const auto def = test::tiny_transformer();
+  Engine cpu(def.graph("encoder"), def.constants(), EngineOptions{"cpu"});
+  Engine gpu(def.graph("encoder"), def.constants(), EngineOptions{"cuda", "fp32"});
+  auto inputs = [](int64_t first_id) {
+    return std::vector<HostTensor>{HostTensor::from_i64("ids", {1, 3}, {first_id, 7, 9}),
+                                   HostTensor::from_i64("positions", {3}, iota(3)),
+                                   HostTensor::from_f32("mask", {1, 3}, {0, 0, 0})};
+  };
+  for (int round = 0; round < 2; ++round) {
+    try {
+      gpu.run(inputs(1000000));
+      ADD_FAILURE() << "an id past the vocabulary was accepted";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+    }
+    const auto a = cpu.run(inputs(3))[0].to_f32(), b = gpu.run(inputs(3))[0].to_f32();
+    EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 1e-5) << "round " << round;
+  }
+}
+
 TEST(CudaTransformer, DecoderStepsWithAKvCacheMatchCpu) {
   REQUIRE_GPU();
   const auto def = test::tiny_transformer();
