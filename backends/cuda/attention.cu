@@ -1,8 +1,8 @@
 // attention with an online softmax: no score matrix in memory, any head dims.
-// A warp per group of R query rows of one (b, h) (R = 4 for long sequences, 1 for a decoder
-// step), four warps per block, and per 256 columns of the output (blockIdx.y: column chunk; a
-// head dim past 256 recomputes the scores per chunk). The warp walks the keys its rows may see
-// (j < seen: kv_length and the causal limit) 32 at a time, and per row of the group:
+// A warp per group of R query rows of one (b, h) (R = 4 for long sequences, 1 for short ones
+// with heads wider than attention_step.cu takes, which has all others), four warps per block, and per 256 columns of
+// the output (blockIdx.y: column chunk; a head dim past 256 recomputes the scores per chunk). The warp walks the keys
+// its rows may see (j < seen: kv_length and the causal limit) 32 at a time, and per row of the group:
 //   1. lane l scores key j0 + l: scale * q . k_j (fp32 sums; q is read by every lane at the same
 //      address, a broadcast; k_j once for all R rows) + the mask; lanes past `seen` score -inf.
 //   2. the warp's max and sum of exp(score - max) update the row's running max and sum (the
@@ -18,6 +18,7 @@
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/attention.cuh"
+#include "backends/cuda/attention_step.cuh"
 #include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/float_io.cuh"
 #include "backends/cuda/launch.cuh"
@@ -189,6 +190,8 @@ template <typename T>
 void launch_rows(const AttentionArgs& p, cudaStream_t s) {
   if (p.sq >= 16)
     launch_typed<T, 4>(p, s);
+  else if (attention_step_fits(p))
+    launch_attention_step(p, s);
   else
     launch_typed<T, 1>(p, s);
 }

@@ -1,9 +1,9 @@
 // attention: size 1, odd sizes with Dv != D, sequences past 64, causal with Sq == Sk and with a
 // prefix (Sq < Sk), padding masks (with a fully masked row, and in f32 under f16 q), finite bias
 // masks, a rank-1 mask, an explicit scale, kv_length (i32 and i64, a decoder step, a length of
-// 0), grouped-query heads, and 16 or more query rows (image tokens) with masks, causal and
-// kv_length. Cases without kv_length or GQA also check the decomposition matmul -> add mask ->
-// softmax -> matmul, with causal as an explicit 0 / -inf constant mask.
+// 0), grouped-query heads, decoder-step shapes (many keys, heads of 64 to 160 wide), and 16 or
+// more query rows (image tokens) with masks, causal and kv_length. Cases without kv_length or GQA also check the
+// decomposition matmul -> add mask -> softmax -> matmul, with causal as an explicit 0 / -inf constant mask.
 #include <cmath>
 
 #include "core/dtype.h"
@@ -85,6 +85,13 @@ KILN_OP_CASES(attention) {
       {1, 4, 2, 5, 9, 8, 8, false, M::None, 0, {}, DType::I32, "gqa"},
       {2, 6, 1, 70, 70, 16, 8, true, M::None, 0, {}, DType::I32, "gqa_causal"},
       {2, 4, 2, 1, 20, 8, 8, true, M::Padding, 0, {3, 20}, DType::I64, "gqa_decode_mask_kv_length"},
+      // Fewer than 16 rows with heads up to 128 wide (the GPU's step kernel): many keys (chunks
+      // over all four warps), heads of 64 and of 128, D != Dv, widths that are not a multiple
+      // of 8 (element loads), and heads past 128 (the generic kernel again).
+      {2, 8, 8, 1, 300, 64, 64, true, M::None, 0, {300, 137}, DType::I64, "step_many_keys"},
+      {1, 2, 2, 3, 150, 96, 128, false, M::Padding, 0, {}, DType::I32, "step_wide_heads"},
+      {1, 2, 2, 2, 45, 20, 36, false, M::Bias, 0, {}, DType::I32, "step_odd_heads"},
+      {1, 1, 1, 2, 40, 160, 160, true, M::None, 0, {}, DType::I32, "step_past_128"},
       // 16 query rows or more: a warp takes 4 rows at once (Sq not a multiple of 4 here)
       {2, 2, 2, 50, 50, 32, 64, false, M::None, 0, {}, DType::I32, "image_tokens"},
       {2, 2, 2, 19, 70, 8, 8, false, M::Padding, 0, {}, DType::I32, "rows_padding_mask"},
