@@ -199,10 +199,7 @@ class Conv2dKernel : public Kernel {
     return path_ == ConvPath::Depthwise ? cuda::depthwise_variant_name(v) : "default";
   }
   bool variant_runs(const KernelArgs& a, int v) const override {
-    if (gemm() && v >= cuda::kGemmVariants) {
-      const auto s = cudnn_shape(a);
-      return s && cuda::cudnn_conv::has_plan(*s, cudnn_plan(v));
-    }
+    if (gemm() && v >= cuda::kGemmVariants) return cuda::cudnn_conv::has_plan(cudnn_shape(a), cudnn_plan(v));
     if (gemm()) return cuda::gemm_variant_supports(gemm_args(a), v);
     return path_ != ConvPath::Depthwise || cuda::depthwise_variant_supports(depthwise_args(a), v);
   }
@@ -211,8 +208,7 @@ class Conv2dKernel : public Kernel {
   }
   size_t workspace_bytes(const KernelArgs& a, int v) const override {
     if (gemm() && v >= cuda::kGemmVariants) {
-      const auto s = cudnn_shape(a);
-      return s ? cuda::cudnn_conv::workspace_bytes(*s, cudnn_plan(v)) : 0;
+      return cuda::cudnn_conv::workspace_bytes(cudnn_shape(a), cudnn_plan(v));
     }
     return gemm() ? cuda::gemm_workspace_bytes(gemm_args(a), v) : 0;
   }
@@ -243,7 +239,7 @@ class Conv2dKernel : public Kernel {
           t.residual = f_.residual ? a.inputs[Residual].data : nullptr;
           t.y = a.outputs[0].data;
           t.workspace = a.workspace;
-          cuda::cudnn_conv::run(*cudnn_shape(a), cudnn_plan(variant), t, s);
+          cuda::cudnn_conv::run(cudnn_shape(a), cudnn_plan(variant), t, s);
           return;
         }
         cuda::launch_gemm(gemm_args(a), variant, s);
@@ -304,8 +300,9 @@ class Conv2dKernel : public Kernel {
   bool gemm() const { return path_ == ConvPath::Gemm || path_ == ConvPath::ImplicitGemm; }
   static int cudnn_plan(int variant) { return variant - cuda::kGemmVariants; }
 
-  // The conv as cuDNN describes it; none where its padding arithmetic would give another output size.
-  std::optional<cuda::CudnnConvShape> cudnn_shape(const KernelArgs& a) const {
+  // The conv as cuDNN describes it: conv2d_geometry's padding gives the output size by cuDNN's
+  // own formula, (in + pads - span) / stride + 1.
+  cuda::CudnnConvShape cudnn_shape(const KernelArgs& a) const {
     const ConvGeometry geo = conv2d_geometry(f_.p, a.inputs[X].shape, f_.w, *a.node);
     cuda::CudnnConvShape s;
     s.n = geo.n;
@@ -323,12 +320,8 @@ class Conv2dKernel : public Kernel {
     s.dilation_w = f_.p.dilation_w;
     s.pad_top = geo.pad_top;
     s.pad_left = geo.pad_left;
-    const int64_t span_h = (s.kh - 1) * s.dilation_h + 1, span_w = (s.kw - 1) * s.dilation_w + 1;
-    s.pad_bottom = std::max<int64_t>(0, (s.oh - 1) * s.stride_h + span_h - s.h - s.pad_top);
-    s.pad_right = std::max<int64_t>(0, (s.ow - 1) * s.stride_w + span_w - s.w - s.pad_left);
-    if ((s.h + s.pad_top + s.pad_bottom - span_h) / s.stride_h + 1 != s.oh ||
-        (s.w + s.pad_left + s.pad_right - span_w) / s.stride_w + 1 != s.ow)
-      return std::nullopt;
+    s.pad_bottom = geo.pad_bottom;
+    s.pad_right = geo.pad_right;
     s.act = *cudnn_act(f_.p.act);
     s.bias = has_bias_;
     s.residual = f_.residual;
