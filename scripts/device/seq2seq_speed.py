@@ -116,10 +116,13 @@ bundle = f"/tmp/{WHICH}-fp16.bundle"
 t = time.time()
 subprocess.run([KILN, "build", model_dir, "-o", bundle, "--precision", "fp16"], check=True, capture_output=True)
 results["kiln_build_s"] = time.time() - t
+# "plans warm": the timed lines were generated once before, so every size bucket they need has
+# its engine plan (tuned kernels, captured graph) already, as in a long-running process.
 runs = [("kiln fp16", lambda b, s, bs: kiln(bundle, s, b, bs)),
+        ("kiln fp16 plans warm", lambda b, s, bs: kiln(bundle, s, b, bs, warmup=len(open(s).readlines()))),
         ("transformers fp32", lambda b, s, bs: hf(torch.float32, s, b, bs)),
         ("transformers fp16", lambda b, s, bs: hf(torch.float16, s, b, bs))]
-for label, fn in runs[:1] if os.environ.get("PEERS") == "0" else runs:
+for label, fn in runs[:2] if os.environ.get("PEERS") == "0" else runs:
     beam = fn(4, "/tmp/beam.txt" if label.startswith("kiln") else beam_sources, 32)
     greedy = fn(1, "/tmp/greedy.txt" if label.startswith("kiln") else greedy_sources, 1)
     results[label] = {"beam4_batch32_tokens_per_s": beam, "greedy_batch1_ms_per_token": 1000 / greedy}
