@@ -4,9 +4,10 @@
 // (b stored [k, n] row-major is already op(b)^T = [n, k] column-major, so trans_b = false is
 // cuBLASLt's N; likewise a).
 //
-// cuBLASLt is opened with dlopen when a GEMM first needs it rather than linked: loading it costs
-// a process about 210 MB of resident memory at start (measured: an empty program linked with
-// it), which every CPU-only use of kiln would pay for nothing.
+// cuBLASLt is opened with dlopen when the first CublasLtGemm is made (a CUDA kernel that may
+// use it) rather than linked: loading it costs a process about 210 MB of resident memory
+// (measured: an empty program linked with it), which every CPU-only use of kiln would pay for
+// nothing.
 #include "backends/cuda/cublaslt_gemm.h"
 
 #include <dlfcn.h>
@@ -42,8 +43,8 @@ struct Api {
   decltype(&cublasLtMatmul) matmul = nullptr;
 };
 
-// The library of the major version kiln was built against, opened once; a GEMM fails with the
-// loader's reason where it cannot be opened.
+// The library of the major version kiln was built against, opened once; where it cannot be
+// opened, making a CublasLtGemm fails with the loader's reason.
 const Api& api() {
   static std::string problem;
   static const Api* loaded = []() -> const Api* {
@@ -75,7 +76,7 @@ const Api& api() {
     load(a.matmul, "cublasLtMatmul");
     return problem.empty() ? &a : nullptr;
   }();
-  KILN_CHECK(loaded, "[cuda] cuBLASLt is needed for this GEMM and could not be loaded: {}", problem);
+  KILN_CHECK(loaded, "[cuda] cuBLASLt could not be loaded: {}", problem);
   return *loaded;
 }
 
