@@ -1,8 +1,9 @@
 // attention with an online softmax: no score matrix in memory, any head dims.
-// A warp per group of R query rows of one (b, h) (R = 4 for long sequences, 1 for short ones
-// with heads wider than attention_step.cu takes, which has all others), four warps per block, and per 256 columns of
-// the output (blockIdx.y: column chunk; a head dim past 256 recomputes the scores per chunk). The warp walks the keys
-// its rows may see (j < seen: kv_length and the causal limit) 32 at a time, and per row of the group:
+// A warp per group of R query rows of one (b, h) (R = 4 for 16 rows or more; R = 1 for fewer
+// rows with heads over 128 wide: attention_step.cu takes the other short cases), four warps per
+// block, and per 256 columns of the output (blockIdx.y: column chunk; a head dim past 256
+// recomputes the scores per chunk). The warp walks the keys its rows may see (j < seen:
+// kv_length and the causal limit) 32 at a time, and per row of the group:
 //   1. lane l scores key j0 + l: scale * q . k_j (fp32 sums; q is read by every lane at the same
 //      address, a broadcast; k_j once for all R rows) + the mask; lanes past `seen` score -inf.
 //   2. the warp's max and sum of exp(score - max) update the row's running max and sum (the
