@@ -27,8 +27,14 @@ size_t value_bytes(DType t, const Shape& s) {
 
 }  // namespace
 
-void fill_benchmark_input(std::span<float> input) {
-  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+HostTensor made_up_input(const Value& input, const Shape& shape) {
+  HostTensor t = HostTensor::zeros(input.name, input.dtype, shape);
+  if (is_float(input.dtype)) {
+    std::vector<float> f(static_cast<size_t>(t.numel()));
+    for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+    convert_from_f32(input.dtype, f.data(), t.data.data(), t.numel());
+  }
+  return t;
 }
 
 // --- StateStore
@@ -506,17 +512,11 @@ void Engine::Impl::execute(Plan& plan) {
   for (size_t i = 0; i < exec.nodes().size(); ++i) run_node(plan, static_cast<int>(i));
 }
 
-// Made-up input values for timing: floats from fill_benchmark_input, integers 0 (a valid
-// token id, position, length and row index, whatever the table's size).
+// Made-up input values for timing (made_up_input), uploaded where the plan keeps them.
 void Engine::Impl::fill_inputs(Plan& plan) {
   for (int v : exec.inputs()) {
-    const Value& val = exec.values()[v];
-    const int64_t n = numel(plan.shapes[v]);
-    std::vector<float> f(static_cast<size_t>(n));
-    if (is_float(val.dtype)) fill_benchmark_input(f);
-    std::vector<uint8_t> bytes(value_bytes(val.dtype, plan.shapes[v]));
-    convert_from_f32(val.dtype, f.data(), bytes.data(), n);
-    backends[value_backend[v]]->upload(plan.ptr[v], bytes.data(), bytes.size());
+    const HostTensor t = made_up_input(exec.values()[v], plan.shapes[v]);
+    backends[value_backend[v]]->upload(plan.ptr[v], t.data.data(), t.data.size());
   }
 }
 

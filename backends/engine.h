@@ -11,7 +11,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -81,7 +80,7 @@ class Engine {
   Bindings bind(const std::vector<HostTensor>& inputs) const;
   // Plans (and on GPUs tunes and captures) a set of sizes ahead of its first run.
   void prepare(const Bindings& bindings);
-  // ms per call, one sample per `calls_per_sample` calls; inputs made up (fill_benchmark_input)
+  // ms per call, one sample per `calls_per_sample` calls; inputs made up (made_up_input)
   // and already where the engine keeps them.
   std::vector<double> benchmark(const Bindings& bindings, int warmup, int samples, int calls_per_sample);
   // Kernel time per executed node (run order, as plan_summary lists them) in ms per call, nodes
@@ -106,7 +105,9 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
-// Deterministic, non-zero input in [-1, 1) for timing and tuning (zeros can run faster than real data).
-void fill_benchmark_input(std::span<float> input);
+// A made-up value of a graph input for timing and tuning: floats deterministic and non-zero in
+// [-1, 1) (zeros can run faster than real data), integers 0 (a valid token id, position, length
+// and row index, whatever the table's size).
+HostTensor made_up_input(const Value& input, const Shape& shape);
 
 }  // namespace kiln

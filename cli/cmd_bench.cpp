@@ -7,7 +7,6 @@
 
 #include "bundle/bundle.h"
 #include "cli/commands.h"
-#include "core/dtype.h"
 #include "core/error.h"
 
 namespace kiln::cli {
@@ -44,20 +43,10 @@ Bindings parse_sizes(const std::string& text) {
   return out;
 }
 
-// The graph's inputs at these sizes, made up like Engine::benchmark's: floats from
-// fill_benchmark_input, integers 0.
+// The graph's inputs at these sizes, made up as Engine::benchmark's are.
 std::vector<HostTensor> made_up_inputs(const Graph& g, const Bindings& sizes) {
   std::vector<HostTensor> out;
-  for (int v : g.inputs()) {
-    const Value& val = g.values()[v];
-    HostTensor t = HostTensor::zeros(val.name, val.dtype, resolve(val.shape, sizes));
-    if (is_float(val.dtype)) {
-      std::vector<float> f(static_cast<size_t>(t.numel()));
-      fill_benchmark_input(f);
-      convert_from_f32(val.dtype, f.data(), t.data.data(), t.numel());
-    }
-    out.push_back(std::move(t));
-  }
+  for (int v : g.inputs()) out.push_back(made_up_input(g.values()[v], resolve(g.values()[v].shape, sizes)));
   return out;
 }
 
