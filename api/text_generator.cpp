@@ -13,6 +13,7 @@ namespace kiln {
 struct TextGenerator::Impl {
   std::unique_ptr<Model> model;
   std::unique_ptr<TextTokenizer> tokenizer;
+  std::unique_ptr<Seq2SeqGenerator> generator;  // kept: it keeps the caches' sizes between calls
   GenerationConfig defaults;
   int64_t vocab = 0, source_capacity = 0, target_capacity = 0;
 
@@ -36,8 +37,7 @@ struct TextGenerator::Impl {
 
   std::vector<GeneratedText> run(const std::vector<std::vector<int64_t>>& sources, const GenerationOptions& o) {
     KILN_CHECK(o.batch >= 1 && o.batch <= 4096, "[generate] batch {} is outside [1, 4096]", o.batch);
-    Seq2SeqGenerator generator(*model, vocab, source_capacity, target_capacity);
-    const auto seqs = generator.generate(sources, config(o), o.batch, o.on_done);
+    const auto seqs = generator->generate(sources, config(o), o.batch, o.on_done);
     std::vector<GeneratedText> out(seqs.size());
     for (size_t i = 0; i < seqs.size(); ++i) {
       out[i].source_ids = sources[i];
@@ -69,6 +69,7 @@ Status TextGenerator::load(const std::string& path, std::unique_ptr<TextGenerato
         json_int(tc.value("target_capacity", nlohmann::json()), 2, 1 << 16, "[generate] task target_capacity");
     i.tokenizer = make_tokenizer(tc.value("tokenizer", nlohmann::json()));
     i.defaults = GenerationConfig::from_json(tc.value("generation", nlohmann::json()), i.vocab);
+    i.generator = std::make_unique<Seq2SeqGenerator>(*i.model, i.vocab, i.source_capacity, i.target_capacity);
     *out = std::move(t);
     return Status::Ok();
   } catch (const std::exception& e) {

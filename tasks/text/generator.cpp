@@ -124,13 +124,11 @@ std::vector<int64_t> top_k(const float* scores, int64_t n, int64_t k) {
 
 class Run {
  public:
-  Run(Model& model, int64_t vocab, int64_t source_capacity, int64_t target_capacity, const GenerationConfig& g,
+  Run(Model& model, int64_t vocab, int64_t memory_capacity, int64_t cache_capacity, const GenerationConfig& g,
       int64_t max_length, int slots, const std::vector<std::vector<int64_t>>& sources,
       const std::function<void(size_t)>& on_done)
       : model_(model),
         vocab_(vocab),
-        source_capacity_(source_capacity),
-        target_capacity_(target_capacity),
         g_(g),
         max_length_(max_length),
         beams_(g.num_beams),
@@ -138,6 +136,8 @@ class Run {
         sources_(sources),
         on_done_(on_done),
         slots_(static_cast<size_t>(slots)),
+        memory_(HostTensor::zeros("memory_capacity", DType::I64, {memory_capacity})),
+        cache_(HostTensor::zeros("cache_capacity", DType::I64, {cache_capacity})),
         results_(sources.size()) {
     for (size_t i = 0; i < sources.size(); ++i) waiting_.push_back(static_cast<int64_t>(i));
   }
@@ -145,11 +145,6 @@ class Run {
   std::vector<GeneratedSequence> go() {
     model_.reset_states();
     source_length_.assign(static_cast<size_t>(rows_), 1);
-    // Caches sized for this call: its longest source, its longest output.
-    int64_t longest = 1;
-    for (const auto& src : sources_) longest = std::max<int64_t>(longest, static_cast<int64_t>(src.size()));
-    memory_ = HostTensor::zeros("memory_capacity", DType::I64, {size_bucket(longest, source_capacity_)});
-    cache_ = HostTensor::zeros("cache_capacity", DType::I64, {size_bucket(max_length_, target_capacity_)});
     while (true) {
       refill();
       if (std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.source >= 0; })) break;
@@ -424,7 +419,7 @@ class Run {
   static void check(const Status& st) { KILN_CHECK(st.ok(), "{}", st.message()); }
 
   Model& model_;
-  int64_t vocab_, source_capacity_, target_capacity_;
+  int64_t vocab_;
   const GenerationConfig& g_;
   int64_t max_length_, beams_, rows_;
   const std::vector<std::vector<int64_t>>& sources_;
@@ -460,7 +455,11 @@ std::vector<GeneratedSequence> Seq2SeqGenerator::generate(const std::vector<std:
   // Positions past the decoder's capacity do not exist: longer requests stop there.
   const int64_t max_length = std::min(config.effective_max_length(), target_capacity_);
   slots = static_cast<int>(std::min<size_t>(static_cast<size_t>(slots), std::max<size_t>(sources.size(), 1)));
-  Run run(model_, vocab_, source_capacity_, target_capacity_, config, max_length, slots, sources, on_done);
+  int64_t longest = 1;
+  for (const auto& src : sources) longest = std::max<int64_t>(longest, static_cast<int64_t>(src.size()));
+  memory_capacity_ = std::max(memory_capacity_, size_bucket(longest, source_capacity_));
+  cache_capacity_ = std::max(cache_capacity_, size_bucket(max_length, target_capacity_));
+  Run run(model_, vocab_, memory_capacity_, cache_capacity_, config, max_length, slots, sources, on_done);
   return run.go();
 }
 

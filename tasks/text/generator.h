@@ -36,6 +36,12 @@ class Seq2SeqGenerator {
  private:
   Model& model_;
   int64_t vocab_, source_capacity_, target_capacity_;
+  // The caches' capacities (source tokens, output tokens) of the largest call so far: every call
+  // sizes its caches this large at least, so that a long-lived generator settles on one set of
+  // engine plans (each capacity is a plan of its own: memory, tuning, a captured CUDA graph)
+  // instead of planning again whenever a batch's longest sentence falls in another size bucket.
+  // Larger caches cost memory only: attention walks each row's valid keys.
+  int64_t memory_capacity_ = 0, cache_capacity_ = 0;
 };
 
 }  // namespace kiln
