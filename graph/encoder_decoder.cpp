@@ -192,17 +192,18 @@ void build_reorder(ModelDefinition& def, const EncoderDecoderConfig& c) {
   GraphBuilder b(def, "reorder");
   Graph& g = b.graph();
   g.set_symbol("rows", {1, kMaxRows});
-  const int parent = b.input("parent", DType::I64, {{0, "rows"}});
+  g.set_symbol("sources", {1, kMaxRows});
+  g.set_symbol("beams", {1, kMaxRows});
+  const int parent = b.input("parent", DType::I64, {{0, "sources"}, {0, "beams"}});
+  const int length = b.input("length", DType::I64, {{0, "rows"}});
   cache_capacity_input(b, c);
   const int dh = static_cast<int>(c.d_model / c.decoder_heads);
-  const int zero = b.weight("reorder.zero", Tensor({1}), DType::I64);
   for (int l = 0; l < c.decoder_layers; ++l)
     for (const char* kv : {"k", "v"}) {
       const std::string state = std::string(kv) + "." + std::to_string(l);
       const int s = g.add_state(state, DType::F32, cache_shape(c.decoder_heads, "cache", dh));
-      // The rows gathered into a buffer, then written back whole.
-      const int picked = b.op("gather", state + ".picked", {s, parent}, {{"axis", int64_t{0}}});
-      b.op("dynamic_update_slice", state + ".reordered", {s, picked, zero}, {{"axis", int64_t{0}}});
+      // Only the positions written so far move, in place.
+      b.op("reorder_beams", state + ".reordered", {s, parent, length}, {{"axis", int64_t{2}}});
     }
 }
 

@@ -22,9 +22,10 @@
 //                 -> scores, tokens [rows, kEncoderDecoderTopK]: each row's best tokens by
 //                 log-probability (f32, computed on the device) after the bans, so that a
 //                 generator reads a few numbers per row instead of the vocabulary's logits.
-//   reorder       parent [rows] i64, cache_capacity [cache] -> (no outputs) row r of every
-//                 k.<l>, v.<l> takes row parent[r]: beam search keeping some beams twice and
-//                 dropping others.
+//   reorder       parent [sources, beams] i64, length [rows] i64, cache_capacity [cache] ->
+//                 (no outputs) row r = s * beams + b of every k.<l>, v.<l> takes the first
+//                 length[r] positions of row s * beams + parent[s, b]: beam search keeping some
+//                 beams twice and dropping others, moving only the positions written so far.
 //
 // Rows are decoder slots (sources times beams), so a batch can refill a finished source's rows
 // with a new source while the others keep decoding.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include "backends/engine.h"
 #include "bundle/bundle.h"
@@ -25,11 +26,13 @@ class Gates {
   Gates(const Manifest& m, std::string data, std::string work)
       : m_(m), data_(std::move(data)), work_(std::move(work)) {}
 
-  // The bundle of a build of a checkpoint, built once.
+  // The bundle of a build of a checkpoint, built once per manifest and run: a bundle left in
+  // the work folder by an earlier run (an older kiln, another manifest's recipe) is built again.
   std::string bundle(const std::string& checkpoint, const std::string& precision) {
-    const std::string path =
-        (fs::path(work_) / fmt::format("{}-{}.bundle", fs::path(checkpoint).filename().string(), precision)).string();
-    if (fs::exists(path)) return path;
+    const std::string path = (fs::path(work_) / fmt::format("{}-{}-{}.bundle", fs::path(m_.file).stem().string(),
+                                                            fs::path(checkpoint).filename().string(), precision))
+                                 .string();
+    if (built_.count(path)) return path;
     auto build = std::find_if(m_.builds.begin(), m_.builds.end(),
                               [&](const ManifestBuild& b) { return b.precision == precision; });
     KILN_CHECK(build != m_.builds.end() || precision == "fp32", "[validate] no {} build", precision);
@@ -46,6 +49,7 @@ class Gates {
     KILN_CHECK(s.ok(), "{}", s.message());
     KILN_CHECK(r.architecture == m_.architecture, "[validate] {} is a {}, the manifest pins a {}", checkpoint,
                r.architecture, m_.architecture);
+    built_.insert(path);
     return path;
   }
 
@@ -134,6 +138,7 @@ class Gates {
 
   const Manifest& m_;
   std::string data_, work_;
+  std::set<std::string> built_;
 };
 
 }  // namespace

@@ -23,7 +23,7 @@ constexpr int kPerLane = 32;
 constexpr int64_t kSegment = 32 * kPerLane;
 constexpr int kWarpsPerBlock = 4;
 constexpr int64_t kMaxK = 32;
-constexpr int64_t kMaxRows = 65535;           // gridDim.y
+constexpr int64_t kMaxRows = 65535;            // gridDim.y
 constexpr int64_t kMaxDim = int64_t{1} << 31;  // indices fit the packed word's low half
 
 __host__ __device__ inline int64_t segments_of(int64_t count) { return (count + kSegment - 1) / kSegment; }

@@ -250,8 +250,8 @@ class Run {
                  "[generate] the decoder step gave no [{}, {}] f32 logits", rows_, vocab_);
       scores.logits = out[0].as<float>();
     }
-    std::vector<int64_t> parent(static_cast<size_t>(rows_));
-    std::iota(parent.begin(), parent.end(), 0);
+    std::vector<int64_t> parent(static_cast<size_t>(rows_));  // the beam of its slot each row continues
+    for (int64_t r = 0; r < rows_; ++r) parent[r] = r % beams_;
     bool reorder = false;
     for (size_t s = 0; s < slots_.size(); ++s) {
       Slot& slot = slots_[s];
@@ -263,7 +263,11 @@ class Run {
         reorder |= beam(slot, scores, parent.data() + base, base);
       if (slot.done) finish(slot);
     }
-    if (reorder) check(model_.run({HostTensor::from_i64("parent", {rows_}, parent), cache_}, &out, "reorder"));
+    // The caches hold `length` positions per row now; those of rows that continue another beam move.
+    if (reorder)
+      check(model_.run({HostTensor::from_i64("parent", {rows_ / beams_, beams_}, parent),
+                        HostTensor::from_i64("length", {rows_}, length), cache_},
+                       &out, "reorder"));
   }
 
   // A step's scores: the vocabulary's logits per row, or each row's best tokens after bans.
@@ -298,8 +302,8 @@ class Run {
     s.done = is_eos(g_, token) || static_cast<int64_t>(seq.size()) >= max_length_;
   }
 
-  // One step of transformers' beam search for one source. Writes each new running beam's
-  // source row (absolute) into parent; returns whether any beam changed rows.
+  // One step of transformers' beam search for one source. Writes the beam each new running
+  // beam continues (0 to beams - 1) into parent; returns whether any beam changed rows.
   bool beam(Slot& s, const Scores& scores, int64_t* parent, int64_t base) {
     const int64_t cur_len = static_cast<int64_t>(s.running[0].size());
     const int64_t keep = std::max<int64_t>(2, 1 + static_cast<int64_t>(g_.eos_token_ids.size())) * beams_;
@@ -375,7 +379,7 @@ class Run {
       running.push_back(s.running[c.beam]);
       running.back().push_back(c.token);
       next_scores.push_back(running_scores[next[j]]);
-      parent[j] = base + c.beam;
+      parent[j] = c.beam;
       moved |= c.beam != static_cast<int64_t>(j);
     }
     s.running = std::move(running);
