@@ -98,7 +98,8 @@ class Backend {
   virtual void zero(void* dst, size_t bytes) = 0;                       // queued
   // Host memory that queued copies may use (page-locked on a GPU), or nullptr where plain
   // host memory serves (the CPU). The queued copies take only such memory, and a replay
-  // captures them; where there is no queue they are the plain copies.
+  // captures them; where there is no queue they are the plain copies (and a GPU's upload is
+  // queued already).
   virtual void* allocate_host(size_t bytes) { return nullptr; }
   virtual void release_host(void* p) {}
   virtual void upload_queued(void* dst, const void* host, size_t bytes) { upload(dst, host, bytes); }

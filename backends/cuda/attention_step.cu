@@ -57,7 +57,6 @@ __device__ __forceinline__ void load8(const T* x, int64_t c, int64_t n, bool vec
   for (int e = 0; e < 8; ++e) out[e] = c + e < n ? to_f32(x[c + e]) : 0.0f;
 }
 
-template <typename T>
 __device__ __forceinline__ bool vector_rows(const void* base, int64_t n) {
   return n % 8 == 0 && reinterpret_cast<uintptr_t>(base) % 16 == 0;
 }
@@ -118,7 +117,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_step_kernel(AttentionAr
   const M* mask =
       p.mask ? static_cast<const M*>(p.mask) + b * p.mask_strides[0] + h * p.mask_strides[1] + i * p.mask_strides[2]
              : nullptr;
-  const bool vector_k = vector_rows<T>(k, p.d) && vector_rows<T>(q, p.d), vector_v = vector_rows<T>(v, p.dv);
+  const bool vector_k = vector_rows(k, p.d) && vector_rows(q, p.d), vector_v = vector_rows(v, p.dv);
 
   float acc[DV] = {};
   float max = -INFINITY, sum = 0.0f;  // sum: this lane's weights

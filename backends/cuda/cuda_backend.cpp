@@ -201,10 +201,6 @@ void* CudaBackend::allocate_host(size_t bytes) {
 
 void CudaBackend::release_host(void* p) { cudaFreeHost(p); }
 
-void CudaBackend::upload_queued(void* dst, const void* host, size_t bytes) {
-  KILN_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
-}
-
 void CudaBackend::download_queued(void* host, const void* src, size_t bytes) {
   KILN_CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_));
 }

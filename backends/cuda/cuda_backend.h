@@ -30,7 +30,6 @@ class CudaBackend : public Backend {
   void zero(void* dst, size_t bytes) override;
   void* allocate_host(size_t bytes) override;
   void release_host(void* p) override;
-  void upload_queued(void* dst, const void* host, size_t bytes) override;
   void download_queued(void* host, const void* src, size_t bytes) override;
   void synchronize() override;
   void* stream() override { return stream_; }
