@@ -172,7 +172,9 @@ TEST(CudaEngine, CudnnConvPlansMatchCpu) {
       auto gpu = forced.forced(variant);
       const std::vector<float> b = test::logits(*gpu, input);
       const int taken = test::ForcedVariants::taken(*gpu, sizes, variant);
-      if (plan == 0) EXPECT_EQ(taken, 4) << "every dense conv after the stem has a first cuDNN plan";
+      if (plan == 0) {
+        EXPECT_EQ(taken, 4) << "every dense conv after the stem has a first cuDNN plan";
+      }
       EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant << " batch " << batch;
     }
   }
