@@ -3,6 +3,7 @@
 // of its own, target is copied there first.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "backends/cpu/cpu_kernel.h"
@@ -46,21 +47,27 @@ class ReorderBeamsKernel : public CpuKernel {
     auto* data = static_cast<uint8_t*>(y.data);
     const size_t block = static_cast<size_t>(extent * inner) * elem;
     // Each moving row's positions are copied from its parent aside first, then into place: the
-    // rows of a group read one another.
-    std::vector<uint8_t> aside(static_cast<size_t>(beams) * row_bytes);
-    for (int64_t first = 0; first < rows; first += beams)
-      for (int pass = 0; pass < 2; ++pass)
-        for (int64_t r = first; r < first + beams; ++r) {
-          const int64_t moved = std::clamp<int64_t>(length[r], 0, extent);
-          if (parent[r] == r || moved == 0) continue;
-          const size_t run = static_cast<size_t>(moved * inner) * elem;
-          uint8_t* kept = aside.data() + (r - first) * row_bytes;
-          for (int64_t o = 0; o < outer; ++o)
-            if (pass == 0)
-              std::memcpy(kept + o * block, data + parent[r] * row_bytes + o * block, run);
-            else
-              std::memcpy(data + r * row_bytes + o * block, kept + o * block, run);
-        }
+    // rows of a group read one another. Groups are independent: one per thread at a time, each
+    // thread with its own buffer (not zeroed: only what was copied into it is read back).
+    const int64_t groups = rows / beams;
+#pragma omp parallel if (groups > 1 && row_bytes * static_cast <size_t>(rows) > (size_t{1} << 20))
+    {
+      std::unique_ptr<uint8_t[]> aside(new uint8_t[static_cast<size_t>(beams) * row_bytes]);
+#pragma omp for schedule(static)
+      for (int64_t g = 0; g < groups; ++g)
+        for (int pass = 0; pass < 2; ++pass)
+          for (int64_t r = g * beams; r < (g + 1) * beams; ++r) {
+            const int64_t moved = std::clamp<int64_t>(length[r], 0, extent);
+            if (parent[r] == r || moved == 0) continue;
+            const size_t run = static_cast<size_t>(moved * inner) * elem;
+            uint8_t* kept = aside.get() + (r - g * beams) * row_bytes;
+            for (int64_t o = 0; o < outer; ++o)
+              if (pass == 0)
+                std::memcpy(kept + o * run, data + parent[r] * row_bytes + o * block, run);
+              else
+                std::memcpy(data + r * row_bytes + o * block, kept + o * run, run);
+          }
+    }
   }
 };
 
