@@ -110,6 +110,14 @@ class Backend {
   virtual double time_ms(const std::function<void()>& work) = 0;
   // `work` captured for replay, or nullptr where the backend cannot capture.
   virtual std::unique_ptr<Replay> capture(const std::function<void()>& work) { return nullptr; }
+  // ms that each piece of work takes as a replay runs it: where the backend captures, all of
+  // them in one replay with a timing mark between each two (one capture, not one per piece);
+  // elsewhere each timed as it runs.
+  virtual std::vector<double> time_replayed_ms(const std::vector<std::function<void()>>& work) {
+    std::vector<double> ms;
+    for (const auto& w : work) ms.push_back(time_ms(w));
+    return ms;
+  }
   // Whether tuning and captured replays pay off (a GPU); CPU kernels run as called.
   virtual bool is_accelerator() const { return false; }
   // Kernels that find an input they cannot use (an index out of range) where they cannot throw

@@ -468,24 +468,26 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
         plan.variants[i] = t->second;
         continue;
       }
-      double best = 1e30;
+      // Each variant warmed up, then ten runs of each timed as a plan's replay runs them (in one
+      // captured replay): timed launch by launch, a decoder step's kernels of a few
+      // microseconds took about what launching them costs the host, every variant looked alike
+      // and the pick was noise. Outputs a kernel accumulates into (a squeeze-excite mean) grow
+      // over these runs: the timings do not depend on the values, and every execute() zeroes
+      // them first.
+      std::vector<int> candidates;
+      std::vector<std::function<void()>> work;
       for (int v = 0; v < kernels[i]->variants(); ++v) {
         if (!runs(i, v)) continue;
-        // Outputs a kernel accumulates into (a squeeze-excite mean) grow over these runs:
-        // the timings do not depend on the values, and every execute() zeroes them first.
-        kernels[i]->run(plan.args[i], v);  // warm up
-        // Ten runs captured into one replay and timed as a plan's replay runs them: timed
-        // launch by launch, a decoder step's kernels of a few microseconds took about what
-        // launching them costs the host, every variant looked alike and the pick was noise.
-        const auto replay = primary().capture([&] {
+        kernels[i]->run(plan.args[i], v);
+        candidates.push_back(v);
+        work.push_back([&, v] {
           for (int r = 0; r < 10; ++r) kernels[i]->run(plan.args[i], v);
         });
-        replay->launch();  // the first launch uploads the graph
-        const double ms = primary().time_ms([&] { replay->launch(); });
-        if (ms < best) {
-          best = ms;
-          plan.variants[i] = v;
-        }
+      }
+      if (candidates.size() == 1) plan.variants[i] = candidates[0];
+      if (candidates.size() > 1) {
+        const std::vector<double> ms = primary().time_replayed_ms(work);
+        plan.variants[i] = candidates[std::min_element(ms.begin(), ms.end()) - ms.begin()];
       }
       problem_tuned[problem] = plan.variants[i];
     }

@@ -253,6 +253,38 @@ std::unique_ptr<Replay> CudaBackend::capture(const std::function<void()>& work) 
   return std::make_unique<CudaGraphReplay>(exec, stream_);
 }
 
+std::vector<double> CudaBackend::time_replayed_ms(const std::vector<std::function<void()>>& work) {
+  // Marks recorded as nodes of the graph (external event records), around each piece.
+  struct Marks {
+    std::vector<cudaEvent_t> events;
+    ~Marks() {
+      for (cudaEvent_t e : events) cudaEventDestroy(e);
+    }
+  } marks;
+  for (size_t i = 0; i <= work.size(); ++i) {
+    cudaEvent_t e;
+    KILN_CUDA_CHECK(cudaEventCreate(&e));
+    marks.events.push_back(e);
+  }
+  const auto replay = capture([&] {
+    for (size_t i = 0; i < work.size(); ++i) {
+      KILN_CUDA_CHECK(cudaEventRecordWithFlags(marks.events[i], stream_, cudaEventRecordExternal));
+      work[i]();
+    }
+    KILN_CUDA_CHECK(cudaEventRecordWithFlags(marks.events.back(), stream_, cudaEventRecordExternal));
+  });
+  replay->launch();  // the first launch uploads the graph
+  replay->launch();
+  KILN_CUDA_CHECK(cudaEventSynchronize(marks.events.back()));
+  std::vector<double> ms(work.size());
+  for (size_t i = 0; i < work.size(); ++i) {
+    float t = 0;
+    KILN_CUDA_CHECK(cudaEventElapsedTime(&t, marks.events[i], marks.events[i + 1]));
+    ms[i] = t;
+  }
+  return ms;
+}
+
 void CudaBackend::queue_error_readback() {
   if (error_checks_)
     KILN_CUDA_CHECK(cudaMemcpyAsync(error_copy_, error_word_, sizeof *error_copy_, cudaMemcpyDeviceToHost, stream_));

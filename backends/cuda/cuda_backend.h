@@ -35,6 +35,7 @@ class CudaBackend : public Backend {
   void* stream() override { return stream_; }
   double time_ms(const std::function<void()>& work) override;
   std::unique_ptr<Replay> capture(const std::function<void()>& work) override;
+  std::vector<double> time_replayed_ms(const std::vector<std::function<void()>>& work) override;
   bool is_accelerator() const override { return true; }
   void queue_error_readback() override;
   void check_errors() override;
