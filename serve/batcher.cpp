@@ -146,10 +146,11 @@ void Batcher::run(Servable& instance, std::vector<Entry>& batch) {
 }
 
 void Batcher::run_batch(Servable& instance, std::vector<Entry>& batch, std::vector<bool>& answered) {
+  // A request's outcome is counted before it is answered: whoever sees the answer sees it counted.
   auto fail = [&](size_t i, std::exception_ptr error) {
+    metrics_->request(model_, version_, Metrics::Outcome::Failure);
     answered[i] = true;
     batch[i].promise.set_exception(error);
-    metrics_->request(model_, version_, Metrics::Outcome::Failure);
   };
   const auto now = Clock::now();
   std::vector<size_t> live;
@@ -188,9 +189,9 @@ void Batcher::run_batch(Servable& instance, std::vector<Entry>& batch, std::vect
       fail(i, std::current_exception());
       continue;
     }
+    metrics_->request(model_, version_, Metrics::Outcome::Success);
     answered[i] = true;
     batch[i].promise.set_value(std::move(outputs));
-    metrics_->request(model_, version_, Metrics::Outcome::Success);
   }
 }
 

@@ -1,6 +1,7 @@
 // gather, dynamic_update_slice, write_rows and reorder_beams: rows of bytes copied to or from a
-// place an index in device memory names. Rows move in units of 16, 8, 4, 2 or 1 bytes: the largest that divides the row
-// and both pointers' alignment, so that an embedding row of fp16 moves 16 bytes per load.
+// place an index in device memory names. Rows move in units of 16, 8, 4, 2 or 1 bytes: the
+// largest that divides the row and both pointers' alignment, so that an embedding row of fp16
+// moves 16 bytes per load.
 // One thread per unit of the output (gather) or of the update (dynamic_update_slice); threads
 // stride over the units when there are more than the grid holds.
 //   gather: unit e of out is (o, i, r) over [outer, count, inner units]; it reads indices[g, i]
