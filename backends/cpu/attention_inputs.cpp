@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backends/cpu/cpu_kernel.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -32,7 +33,7 @@ AttentionRows::AttentionRows(const KernelArgs& a, const AttentionAttrs& attrs) {
   if (a.inputs.size() > KvLength && a.inputs[KvLength].data) {
     const TensorRef& t = a.inputs[KvLength];
     for (int64_t b = 0; b < nb_; ++b) {
-      lengths_[b] = t.dtype == DType::I32 ? t.as<const int32_t>()[b] : t.as<const int64_t>()[b];
+      lengths_[b] = index_at(t, b);
       KILN_CHECK(lengths_[b] >= 0 && lengths_[b] <= sk_, "[attention] {}: kv_length[{}] = {} is out of range [0, {}]",
                  a.node->name, b, lengths_[b], sk_);
     }

@@ -20,6 +20,11 @@
 
 namespace kiln {
 
+// Element i of an index tensor (indices, offsets, lengths: i32 or i64) as an int64.
+inline int64_t index_at(const TensorRef& t, int64_t i) {
+  return t.dtype == DType::I32 ? t.as<const int32_t>()[i] : t.as<const int64_t>()[i];
+}
+
 class CpuKernel : public Kernel {
  public:
   // false (most kernels): float tensors of other types reach the kernel as f32 copies and the

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "backends/cpu/cpu_kernel.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -12,7 +13,7 @@ LogSoftmaxBans::LogSoftmaxBans(const KernelArgs& a, int64_t rows, int64_t dim) {
   per_row_ = banned ? banned->shape.back() : 0;
   index_.resize(static_cast<size_t>(rows * per_row_));
   for (size_t i = 0; i < index_.size(); ++i) {
-    index_[i] = banned->dtype == DType::I32 ? banned->as<const int32_t>()[i] : banned->as<const int64_t>()[i];
+    index_[i] = index_at(*banned, i);
     KILN_CHECK(index_[i] < dim, "[log_softmax] {}: banned index {} is past the {} scores", a.node->name, index_[i],
                dim);
   }

@@ -24,7 +24,7 @@ class DynamicUpdateSliceKernel : public CpuKernel {
     const int64_t dim = target.shape[axis], n = update.shape[axis], count = offset.numel();
     std::vector<int64_t> offsets(count);
     for (int64_t i = 0; i < count; ++i) {
-      offsets[i] = offset.dtype == DType::I32 ? offset.as<const int32_t>()[i] : offset.as<const int64_t>()[i];
+      offsets[i] = index_at(offset, i);
       KILN_CHECK(offsets[i] >= 0 && offsets[i] <= dim - n,
                  "[dynamic_update_slice] {}: slice [{}, {}) is outside [0, {}) along axis {}", a.node->name, offsets[i],
                  offsets[i] + n, dim, axis);

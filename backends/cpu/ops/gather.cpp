@@ -1,6 +1,5 @@
 // gather on the CPU: rows of any type copied by index, every index checked first (token ids
-// are untrusted: none may read outside data). Large gathers (a beam search's cache rows) run
-// over the threads.
+// are untrusted: none may read outside data). Large gathers run over the threads.
 #include <cstring>
 
 #include "backends/cpu/copy.h"

@@ -1,6 +1,6 @@
 // reorder_beams on the CPU: elements of any type; every parent is checked before anything is
-// written. The output is normally target's own memory (the op is in place); where an engine gave it a buffer
-// of its own, target is copied there first.
+// written. The output is normally target's own memory (the op is in place); where an engine
+// gave it a buffer of its own, target is copied there first.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -26,16 +26,13 @@ class ReorderBeamsKernel : public CpuKernel {
                n.name, to_string(parent_in.shape), rows);
     if (rows == 0) return;
     const int axis = normalize_axis(n.attrs.get_int("axis"), target.shape.size(), "[reorder_beams] " + n.name);
-    auto read = [](const TensorRef& t, int64_t i) {
-      return t.dtype == DType::I32 ? int64_t{t.as<const int32_t>()[i]} : t.as<const int64_t>()[i];
-    };
     std::vector<int64_t> parent(rows), length(rows);  // parent as a row
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t b = read(parent_in, r);
+      const int64_t b = index_at(parent_in, r);
       KILN_CHECK(b >= 0 && b < beams, "[reorder_beams] {}: parent {} of row {} is not one of its group's {} beams",
                  n.name, b, r, beams);
       parent[r] = r / beams * beams + b;
-      length[r] = read(length_in, r);
+      length[r] = index_at(length_in, r);
     }
     if (y.data != target.data) std::memcpy(y.data, target.data, target.bytes());
     // A row is [outer, extent, inner] around the axis; position t of each outer block moves.
@@ -50,7 +47,8 @@ class ReorderBeamsKernel : public CpuKernel {
     // rows of a group read one another. Groups are independent: one per thread at a time, each
     // thread with its own buffer (not zeroed: only what was copied into it is read back).
     const int64_t groups = rows / beams;
-#pragma omp parallel if (groups > 1 && row_bytes * static_cast <size_t>(rows) > (size_t{1} << 20))
+    const bool threaded = groups > 1 && row_bytes * static_cast<size_t>(rows) > (size_t{1} << 20);
+#pragma omp parallel if (threaded)
     {
       std::unique_ptr<uint8_t[]> aside(new uint8_t[static_cast<size_t>(beams) * row_bytes]);
 #pragma omp for schedule(static)

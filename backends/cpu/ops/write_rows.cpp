@@ -21,7 +21,7 @@ class WriteRowsKernel : public CpuKernel {
     const int64_t rows = target.shape[0], count = update.shape[0];
     std::vector<int64_t> idx(rows);
     for (int64_t r = 0; r < rows; ++r) {
-      idx[r] = index.dtype == DType::I32 ? index.as<const int32_t>()[r] : index.as<const int64_t>()[r];
+      idx[r] = index_at(index, r);
       KILN_CHECK(idx[r] < count, "[write_rows] {}: index[{}] = {} is past the update's {} rows", a.node->name, r,
                  idx[r], count);
     }
