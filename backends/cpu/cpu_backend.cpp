@@ -48,9 +48,9 @@ const CpuKernelFactory* CpuKernelRegistry::find_fast(const std::string& op) cons
 
 namespace {
 
-// Runs a CPU kernel on the thread count set for the process (cpu/threads.h) and, unless the
-// kernel moves any type itself, gives it its float inputs as f32 and rounds its f32 outputs to
-// the outputs' types.
+// Runs a CPU kernel on the thread count set for the process, with denormals flushed
+// (cpu/threads.h), and, unless the kernel moves any type itself, gives it its float inputs as
+// f32 and rounds its f32 outputs to the outputs' types.
 class CpuKernelAdapter : public Kernel {
  public:
   explicit CpuKernelAdapter(std::unique_ptr<CpuKernel> inner) : inner_(std::move(inner)) {}
@@ -59,6 +59,7 @@ class CpuKernelAdapter : public Kernel {
   std::string describe() const override { return inner_->describe(); }
   void run(const KernelArgs& args, int variant) override {
     cpu::use_threads();
+    const cpu::FlushDenormals flush;
     if (inner_->any_dtype()) return inner_->run(args, variant);
     KernelArgs a = args;
     size_t n_in = 0, n_out = 0;

@@ -14,6 +14,10 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#define KILN_X86_MXCSR 1
+#endif
 
 #include "core/error.h"
 
@@ -22,6 +26,16 @@ namespace kiln::cpu {
 namespace {
 
 std::atomic<int> g_threads{0};  // 0: not chosen yet
+
+#ifdef KILN_X86_MXCSR
+constexpr unsigned kFlushToZero = 0x8000, kDenormalsAreZero = 0x0040;  // MXCSR's FTZ and DAZ bits
+#endif
+
+void set_flush_denormals() {
+#ifdef KILN_X86_MXCSR
+  _mm_setcsr(_mm_getcsr() | kFlushToZero | kDenormalsAreZero);
+#endif
+}
 
 std::string read_first_line(const std::string& path) {
   std::ifstream f(path);
@@ -98,7 +112,22 @@ void use_threads() {
   if (applied != want) {
     omp_set_num_threads(want);
     applied = want;
+#pragma omp parallel num_threads(want)
+    if (omp_get_thread_num() != 0) set_flush_denormals();  // the caller's own mode is scoped
   }
+#endif
+}
+
+FlushDenormals::FlushDenormals() {
+#ifdef KILN_X86_MXCSR
+  saved_ = _mm_getcsr();
+  set_flush_denormals();
+#endif
+}
+
+FlushDenormals::~FlushDenormals() {
+#ifdef KILN_X86_MXCSR
+  _mm_setcsr(saved_);
 #endif
 }
 
