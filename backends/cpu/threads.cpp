@@ -28,12 +28,17 @@ namespace {
 std::atomic<int> g_threads{0};  // 0: not chosen yet
 
 #ifdef KILN_X86_MXCSR
-constexpr unsigned kFlushToZero = 0x8000, kDenormalsAreZero = 0x0040;  // MXCSR's FTZ and DAZ bits
+// MXCSR's FTZ bit, and its DAZ bit where the processor has it (setting it elsewhere faults; every
+// processor with SSE3 has it, as TensorFlow assumes too).
+unsigned flush_bits() {
+  static const unsigned bits = 0x8000 | (__builtin_cpu_supports("sse3") ? 0x0040 : 0);
+  return bits;
+}
 #endif
 
-void set_flush_denormals() {
+[[maybe_unused]] void set_flush_denormals() {
 #ifdef KILN_X86_MXCSR
-  _mm_setcsr(_mm_getcsr() | kFlushToZero | kDenormalsAreZero);
+  _mm_setcsr(_mm_getcsr() | flush_bits());
 #endif
 }
 

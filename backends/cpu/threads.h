@@ -19,10 +19,11 @@ void use_threads();
 
 // While alive, the calling thread computes with denormal floats flushed to zero and read as zero
 // (x86's FTZ and DAZ); its mode before is restored after. Why: on Intel cores an instruction
-// that reads or makes a denormal takes a microcode assist of about a hundred cycles, and
-// EfficientNet's activations make some (SiLU of very negative inputs): efficientnet_b0 at batch 1
-// on 2 threads of a Xeon took 20-24 ms per call instead of 7-9. Denormals are below 1.2e-38 in
-// magnitude; no result kiln checks moves. Elsewhere than x86 it does nothing.
+// that reads or makes a denormal takes a microcode assist of about a hundred cycles, and SiLU
+// activations make some (from very negative inputs): an image classifier at batch 1 on 2 threads
+// of a Xeon took 20-24 ms per call instead of 7-9 (bench/results/2026-12-03-cpu-denormals.md).
+// Denormals are below 1.2e-38 in magnitude; no result kiln checks moves. Elsewhere than x86 it
+// does nothing.
 class FlushDenormals {
  public:
   FlushDenormals();
@@ -31,7 +32,7 @@ class FlushDenormals {
   FlushDenormals& operator=(const FlushDenormals&) = delete;
 
  private:
-  unsigned saved_ = 0;
+  [[maybe_unused]] unsigned saved_ = 0;  // the mode before (x86)
 };
 
 }  // namespace kiln::cpu
