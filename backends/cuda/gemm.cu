@@ -23,7 +23,6 @@ constexpr int LDS = BK + 8;  // padded shared rows (halves) against bank conflic
 // the block writes raw fp32 partial sums to the workspace; split_k_reduce finishes them.
 template <int BM, int BN, int WARPS_M, int WARPS_N, bool kGate, bool kResidual, bool kOutF32, bool kSplit = false>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_kernel(GemmArgs p) {
-  wait_for_predecessor();
   constexpr int kThreads = WARPS_M * WARPS_N * 32;
   constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N, FM = WM / 16, FN = WN / 16;
   constexpr int LDC = BN + 4;
@@ -50,7 +49,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_kernel(GemmArgs p)
   static_assert(A_VECS >= 1 && B_VECS >= 1, "tile too small for the thread block");
   uint4 ra[A_VECS], rb[B_VECS];
 
-  auto load = [&](int k0) {
+  auto load_a = [&](int k0) {
 #pragma unroll
     for (int i = 0; i < A_VECS; ++i) {
       int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, col = (idx % kVecsPerRow) * 8;
@@ -68,6 +67,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_kernel(GemmArgs p)
       }
       ra[i] = v.u;
     }
+  };
+  auto load_b = [&](int k0) {
 #pragma unroll
     for (int i = 0; i < B_VECS; ++i) {
       int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, col = (idx % kVecsPerRow) * 8;
@@ -90,11 +91,18 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_kernel(GemmArgs p)
     }
   };
 
-  if (k_begin < k_end) load(k_begin);
+  // The weights are constants (no kernel writes them): the first tile's are loaded before
+  // waiting for the predecessor, overlapping its tail (launch.cuh).
+  if (k_begin < k_end) load_b(k_begin);
+  wait_for_predecessor();
+  if (k_begin < k_end) load_a(k_begin);
   for (int k0 = k_begin; k0 < k_end; k0 += BK) {
     store();
     __syncthreads();
-    if (k0 + BK < k_end) load(k0 + BK);  // the next tile's loads overlap this tile's math
+    if (k0 + BK < k_end) {  // the next tile's loads overlap this tile's math
+      load_a(k0 + BK);
+      load_b(k0 + BK);
+    }
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
       wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[FM];

@@ -41,7 +41,6 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], const
 template <int BM, int BN, int WARPS_M, int WARPS_N, bool kFp8, bool kGate, bool kResidual, bool kOutF32, bool kOutE4M3,
           bool kIm2col = false, bool kSplit = false>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArgs p) {
-  wait_for_predecessor();
   constexpr int kThreads = WARPS_M * WARPS_N * 32;
   constexpr int kVecsPerRow = KE / 8;
   constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N, FM = WM / 16, FN = WN / 8;
@@ -83,7 +82,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArg
     }
   }
 
-  auto load = [&](int k0) {
+  auto load_a = [&](int k0) {
 #pragma unroll
     for (int i = 0; i < A_VECS; ++i) {
       const int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, gk = k0 + (idx % kVecsPerRow) * 8;
@@ -105,6 +104,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArg
             in ? __ldg(reinterpret_cast<const uint4*>(p.gate + static_cast<int64_t>(gm / p.rows_per_image) * K + gk))
                : make_uint4(0, 0, 0, 0);
     }
+  };
+  auto load_b = [&](int k0) {
 #pragma unroll
     for (int i = 0; i < B_VECS; ++i) {
       const int idx = threadIdx.x + i * kThreads, row = idx / kVecsPerRow, gk = k0 + (idx % kVecsPerRow) * 8;
@@ -142,11 +143,18 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArg
     }
   };
 
-  load(k_begin);
+  // The weights are constants (no kernel writes them): the first stage's are loaded before
+  // waiting for the predecessor, overlapping its tail (launch.cuh).
+  load_b(k_begin);
+  wait_for_predecessor();
+  load_a(k_begin);
   for (int k0 = k_begin; k0 < k_end; k0 += KE) {
     store();
     __syncthreads();
-    if (k0 + KE < k_end) load(k0 + KE);
+    if (k0 + KE < k_end) {
+      load_a(k0 + KE);
+      load_b(k0 + KE);
+    }
 #pragma unroll
     for (int kw = 0; kw < KE / 2; kw += 8) {  // two mma K steps of 16 halves per stage
       uint32_t a[FM][4], b[FN][2];

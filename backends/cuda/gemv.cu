@@ -1,9 +1,16 @@
 // y = act(x W^T + b) (+ residual) for up to 8 rows per block row: a bandwidth-bound walk over
-// the weights. A block of four warps computes 8 consecutive outputs (the epilogue's unit, shared
-// with the GEMMs) for its 8 rows; its warps split K, each lane multiplying 16-byte vectors of the
-// 8 weight rows by the same K slice of each input row (fp32 sums), then warp shuffles and shared
-// memory add the pieces. The tiled tensor-core kernels would spend most of a 32- or 64-row tile
-// on rows that do not exist and read the weights through far fewer blocks.
+// the weights. A block computes 8 consecutive outputs (the epilogue's unit, shared with the
+// GEMMs) for its 8 rows; its warps split K, each lane multiplying 16-byte vectors of the 8 weight
+// rows by the same K slice of each input row (fp32 sums), then warp shuffles and shared memory
+// add the pieces. The tiled tensor-core kernels would spend most of a 32- or 64-row tile on rows
+// that do not exist and read the weights through far fewer blocks.
+// A block has one thread per 16-byte vector of a weight row (2 to 16 warps), so that every
+// thread's weights are a single set of loads, issued before waiting for the predecessor kernel:
+// weights are constants that no kernel writes, so under programmatic dependent launch their
+// reads overlap the previous kernel instead of following it. At one row a decoder step is a chain
+// of such walks over a few MB each, and their load latency was most of their time.
+#include <algorithm>
+
 #include "backends/cuda/gemm_epilogue.cuh"
 #include "backends/cuda/gemv.cuh"
 #include "backends/cuda/launch.cuh"
@@ -12,40 +19,49 @@ namespace kiln::cuda {
 
 namespace {
 
-constexpr int kWarps = 4;
 constexpr int kCols = 8;      // outputs per block
 constexpr int kRowGroup = 8;  // rows per block
 
+// Warps per block: one thread per 16-byte vector of a weight row where the registers allow (a
+// thread holds 8 weight vectors and 8 sums per row).
+__host__ __device__ constexpr int max_warps(int rows) { return rows <= 2 ? 16 : rows <= 4 ? 8 : 4; }
+int warps_for(int k, int rows) { return std::clamp((k / 8 + 31) / 32, 2, max_warps(rows)); }
+
 template <int kRows, bool kResidual, bool kOutF32>
-__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemmArgs p) {
-  wait_for_predecessor();
-  __shared__ float partial[kWarps][kRows][kCols];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+__global__ void __launch_bounds__(max_warps(kRows) * 32) gemv_kernel(GemmArgs p) {
+  const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int n0 = blockIdx.x * kCols, m0 = blockIdx.y * kRowGroup;
-  const int rows = min(kRows, p.m - m0), vecs = p.k / 8;
+  const int vecs = p.k / 8;
   const auto* w = static_cast<const __half*>(p.w);
+  Half8 wv[kCols];
+  auto load_weights = [&](int c) {
+#pragma unroll
+    for (int j = 0; j < kCols; ++j)
+      wv[j].u = __ldg(reinterpret_cast<const uint4*>(w + static_cast<int64_t>(n0 + j) * p.k) + c);
+  };
+  if (static_cast<int>(threadIdx.x) < vecs) load_weights(threadIdx.x);
+  wait_for_predecessor();
+  __shared__ float partial[max_warps(kRows)][kRows][kCols];
+  const int rows = min(kRows, p.m - m0);
   float acc[kRows][kCols] = {};
-  for (int c = warp * 32 + lane; c < vecs; c += kWarps * 32) {
-    float2 wf[kCols][4];
+  for (int c = threadIdx.x; c < vecs; c += blockDim.x) {
+    if (c != static_cast<int>(threadIdx.x)) load_weights(c);
+    Half8 a[kRows];
 #pragma unroll
-    for (int j = 0; j < kCols; ++j) {
-      Half8 v;
-      v.u = __ldg(reinterpret_cast<const uint4*>(w + static_cast<int64_t>(n0 + j) * p.k) + c);
+    for (int m = 0; m < kRows; ++m)
+      a[m].u = m < rows ? __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(m0 + m) * p.k) + c)
+                        : make_uint4(0, 0, 0, 0);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) wf[j][e] = __half22float2(v.h2[e]);
-    }
+    for (int e = 0; e < 4; ++e)
 #pragma unroll
-    for (int m = 0; m < kRows; ++m) {
-      if (m >= rows) break;
-      Half8 a;
-      a.u = __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(m0 + m) * p.k) + c);
+      for (int j = 0; j < kCols; ++j) {
+        const float2 wf = __half22float2(wv[j].h2[e]);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 af = __half22float2(a.h2[e]);
-#pragma unroll
-        for (int j = 0; j < kCols; ++j) acc[m][j] = fmaf(af.x, wf[j][e].x, fmaf(af.y, wf[j][e].y, acc[m][j]));
+        for (int m = 0; m < kRows; ++m) {
+          const float2 af = __half22float2(a[m].h2[e]);
+          acc[m][j] = fmaf(af.x, wf.x, fmaf(af.y, wf.y, acc[m][j]));
+        }
       }
-    }
   }
 #pragma unroll
   for (int m = 0; m < kRows; ++m)
@@ -63,7 +79,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemmArgs p) {
   for (int j = 0; j < kCols; ++j) {
     v[j] = 0.0f;
 #pragma unroll
-    for (int q = 0; q < kWarps; ++q) v[j] += partial[q][m][j];
+    for (int q = 0; q < warps; ++q) v[j] += partial[q][m][j];
   }
   store_outputs<kResidual, kOutF32>(p, m0 + m, n0, v);
 }
@@ -71,12 +87,13 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemmArgs p) {
 template <int kRows>
 void launch_rows(const GemmArgs& p, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(p.n / kCols), static_cast<unsigned>((p.m + kRowGroup - 1) / kRowGroup));
+  const unsigned threads = static_cast<unsigned>(warps_for(p.k, kRows) * 32);
   if (p.out_f32)
-    launch(gemv_kernel<kRows, false, true>, grid, kWarps * 32, 0, s, p);
+    launch(gemv_kernel<kRows, false, true>, grid, threads, 0, s, p);
   else if (p.residual)
-    launch(gemv_kernel<kRows, true, false>, grid, kWarps * 32, 0, s, p);
+    launch(gemv_kernel<kRows, true, false>, grid, threads, 0, s, p);
   else
-    launch(gemv_kernel<kRows, false, false>, grid, kWarps * 32, 0, s, p);
+    launch(gemv_kernel<kRows, false, false>, grid, threads, 0, s, p);
 }
 
 }  // namespace

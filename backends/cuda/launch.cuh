@@ -10,7 +10,8 @@
 
 namespace kiln::cuda {
 
-// First statement of every kernel: nothing before it may touch global memory.
+// Comes before a kernel touches global memory, with one exception: constants that no kernel
+// writes (weights) may be read before it, so that their loads overlap the predecessor's tail.
 __device__ __forceinline__ void wait_for_predecessor() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
