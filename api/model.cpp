@@ -1,5 +1,6 @@
 // kiln::Model: any bundle on named tensors; one engine per graph, made at its first run, all
 // sharing the model's states.
+#include <chrono>
 #include <map>
 #include <mutex>
 
@@ -17,6 +18,7 @@ struct Model::Impl {
   ModelInfo info;
   std::shared_ptr<StateStore> states = std::make_shared<StateStore>();
   std::map<std::string, std::unique_ptr<Engine>> engines;
+  std::map<std::string, GraphTime> times;
 
   const std::string& graph_name(const std::string& g) const { return g.empty() ? bundle->main_graph() : g; }
   Engine& engine(const std::string& g) {
@@ -91,7 +93,11 @@ std::vector<TensorSpec> Model::outputs(const std::string& graph) const {
 
 Status Model::run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs, const std::string& graph) {
   try {
+    const auto start = std::chrono::steady_clock::now();
     *outputs = impl_->engine(graph).run(inputs);
+    GraphTime& t = impl_->times[impl_->graph_name(graph)];
+    ++t.calls;
+    t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return Status::Ok();
   } catch (const std::exception& e) {
     return Status::Error(e.what());
@@ -99,6 +105,17 @@ Status Model::run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>
 }
 
 void Model::reset_states() { impl_->states->reset(); }
+
+std::vector<Model::GraphTime> Model::run_times() const {
+  std::vector<GraphTime> out;
+  for (const auto& [name, t] : impl_->times) {
+    out.push_back(t);
+    out.back().graph = name;
+  }
+  return out;
+}
+
+void Model::reset_run_times() { impl_->times.clear(); }
 
 std::string Model::task_settings_json() const { return impl_->bundle->manifest().at("task").dump(); }
 

@@ -20,7 +20,21 @@ struct TextEvalArgs {
   std::optional<int> beams;
   std::optional<int64_t> max_new_tokens, min_new_tokens;
   size_t warmup = 0;
+  bool profile = false;
 };
+
+// The timed generation's time per graph, and the rest (tokenizing, the search between the
+// decoder's steps): on stderr when stdout is JSON.
+void print_run_times(const Model& model, double seconds, bool json) {
+  std::FILE* to = json ? stderr : stdout;
+  double in_graphs = 0;
+  fmt::print(to, "{:<14} {:>8} {:>10} {:>12}\n", "graph", "calls", "total ms", "ms per call");
+  for (const auto& g : model.run_times()) {
+    fmt::print(to, "{:<14} {:>8} {:>10.1f} {:>12.4f}\n", g.graph, g.calls, 1e3 * g.seconds, 1e3 * g.seconds / g.calls);
+    in_graphs += g.seconds;
+  }
+  fmt::print(to, "{:<14} {:>8} {:>10.1f}\n", "outside graphs", "", 1e3 * (seconds - in_graphs));
+}
 
 // A translation or summarization bundle's outputs for the source lines, scored against the
 // target lines with sacreBLEU's default BLEU and chrF.
@@ -50,12 +64,14 @@ int eval_text(const std::string& bundle, const TextEvalArgs& a, const std::strin
   }
   std::vector<std::string> hyps(sources.size());
   int64_t tokens = 0;
+  t->model().reset_run_times();
   const auto start = std::chrono::steady_clock::now();
   generate_lines(*t, sources, o, [&](size_t i, const GeneratedText& r) {
     hyps[i] = r.text;
     if (!r.ids.empty()) tokens += static_cast<int64_t>(r.ids.size()) - 1;
   });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (a.profile) print_run_times(t->model(), seconds, json);
   const BleuScore bleu = corpus_bleu(hyps, targets);
   const ChrfScore chrf = corpus_chrf(hyps, targets);
   if (json) {
@@ -123,6 +139,7 @@ Command add_eval(CLI::App& app) {
   cmd->add_option("--max-new-tokens", text->max_new_tokens, "Text: most tokens per output")
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--warmup", text->warmup, "Text: generate the first N lines once before timing");
+  cmd->add_flag("--profile", text->profile, "Text: also print the timed run's time per graph (stderr with --json)");
   cmd->add_option("--min-new-tokens", text->min_new_tokens, "Text: no end of sequence before this many tokens")
       ->check(CLI::Range(0, 1 << 16));
   cmd->add_option("--limit", o->limit, "Evaluate only the first N images");

@@ -111,6 +111,16 @@ class Model {
   Status run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs, const std::string& graph = "");
   // Zeroes the tensors the model keeps across runs.
   void reset_states();
+  // Where run() spent its time since the last reset_run_times(), per graph: the calls and their
+  // wall seconds (copies in, the run, the wait and the copies out). A task's time less these
+  // is the work of its own loop (kiln eval --profile).
+  struct GraphTime {
+    std::string graph;
+    int64_t calls = 0;
+    double seconds = 0;
+  };
+  std::vector<GraphTime> run_times() const;
+  void reset_run_times();
   // The bundle's task settings (its manifest's "task" object) as JSON text, for task layers.
   std::string task_settings_json() const;
 
@@ -223,7 +233,7 @@ class TextGenerator {
                       std::vector<GeneratedText>* out);
   // Token ids of a source or target sentence as the bundle's tokenizer makes them.
   Status tokenize(const std::string& text, bool target, std::vector<int64_t>* ids);
-  // The underlying model (its graphs "encoder", "decoder_step", "reorder").
+  // The underlying model (its graphs "encoder", "decoder_step", "decoder_topk").
   Model& model();
 
  private:
