@@ -115,7 +115,7 @@ int GraphBuilder::cached_self_attention(int x, const std::string& name, Attentio
       g_.add("dynamic_update_slice", name + ".k_cache", {cache.k_state, k, cache.position}, seq_axis, group);
   const int values =
       g_.add("dynamic_update_slice", name + ".v_cache", {cache.v_state, v, cache.position}, seq_axis, group);
-  const int a = g_.add("attention", name + ".sdpa", {q, keys, values, -1, cache.length}, {}, group);
+  const int a = g_.add("attention", name + ".sdpa", {q, keys, values, -1, cache.length, cache.rows}, {}, group);
   return linear(merge_heads(a, name, group), name + ".out_proj", std::move(w.o_w), std::move(w.o_b), Activation::None,
                 group, residual);
 }

@@ -33,6 +33,7 @@ struct AttentionWeights {
 // ([batch], i64).
 struct KvCache {
   int k_state = -1, v_state = -1, position = -1, length = -1;
+  int rows = -1;  // optional: attention's kv_rows (which cache row holds each position of a row's history)
 };
 
 class GraphBuilder {

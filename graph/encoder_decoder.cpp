@@ -141,6 +141,7 @@ void build_decoder_step(ModelDefinition& def, const EncoderDecoderConfig& c, con
   const int banned = top_k ? b.input("banned", DType::I64, {{0, "rows"}, {0, "banned"}}) : -1;
   memory_capacity_input(b, c);
   cache_capacity_input(b, c);
+  const int cache_rows = b.input("cache_rows", DType::I32, {{0, "rows"}, {0, "cache"}});
   Layers L(b, c, w);
   const int step_position =
       b.op("reshape", "model.decoder.step_position", {position}, {{"shape", std::vector<int64_t>{-1, 1}}});
@@ -151,7 +152,7 @@ void build_decoder_step(ModelDefinition& def, const EncoderDecoderConfig& c, con
   for (int l = 0; l < c.decoder_layers; ++l) {
     const std::string name = "model.decoder.layers." + std::to_string(l), layer = std::to_string(l);
     KvCache cache{g.add_state("k." + layer, DType::F32, self_shape), g.add_state("v." + layer, DType::F32, self_shape),
-                  position, length};
+                  position, length, cache_rows};
     x = L.block(x, name + ".self_attn_layer_norm", [&](int h, int residual) {
       return b.cached_self_attention(h, name + ".self_attn", L.attention_weights(name + ".self_attn"), c.decoder_heads,
                                      cache, residual);
@@ -188,25 +189,6 @@ void build_decoder_step(ModelDefinition& def, const EncoderDecoderConfig& c, con
   b.output("tokens", best[1]);
 }
 
-void build_reorder(ModelDefinition& def, const EncoderDecoderConfig& c) {
-  GraphBuilder b(def, "reorder");
-  Graph& g = b.graph();
-  g.set_symbol("rows", {1, kMaxRows});
-  g.set_symbol("sources", {1, kMaxRows});
-  g.set_symbol("beams", {1, kMaxRows});
-  const int parent = b.input("parent", DType::I64, {{0, "sources"}, {0, "beams"}});
-  const int length = b.input("length", DType::I64, {{0, "rows"}});
-  cache_capacity_input(b, c);
-  const int dh = static_cast<int>(c.d_model / c.decoder_heads);
-  for (int l = 0; l < c.decoder_layers; ++l)
-    for (const char* kv : {"k", "v"}) {
-      const std::string state = std::string(kv) + "." + std::to_string(l);
-      const int s = g.add_state(state, DType::F32, cache_shape(c.decoder_heads, "cache", dh));
-      // Only the positions written so far move, in place.
-      b.op("reorder_beams", state + ".reordered", {s, parent, length}, {{"axis", int64_t{2}}});
-    }
-}
-
 }  // namespace
 
 void build_encoder_decoder(ModelDefinition& def, const EncoderDecoderConfig& c, const EncoderDecoderWeights& w) {
@@ -232,7 +214,6 @@ void build_encoder_decoder(ModelDefinition& def, const EncoderDecoderConfig& c, 
   build_encoder(def, c, w);
   build_decoder_step(def, c, w, false);
   build_decoder_step(def, c, w, true);
-  build_reorder(def, c);
 }
 
 }  // namespace kiln

@@ -1,7 +1,7 @@
 // The graphs of a transformer encoder-decoder in the module layout Hugging Face's seq2seq
 // translation and summarization models share ("model.encoder.layers.N.self_attn.q_proj",
 // "model.decoder.layers.N.encoder_attn", "fc1", "final_layer_norm", ...). Families read their
-// config and resolve their embeddings and positions; this builds three graphs a generator runs:
+// config and resolve their embeddings and positions; this builds the graphs a generator runs:
 //
 //   encoder       ids [batch, source] i64, positions [source] i64 (0, 1, ...), length [batch]
 //                 i64 (real tokens per source, the rest padding), rows [rows] i64,
@@ -11,21 +11,21 @@
 //                 dim]: computed once per source, not per step, and put in every beam's row of
 //                 that source.
 //   decoder_step  ids [rows, 1] i64, position [rows] i64 (each row's step), length [rows] i64
-//                 (position + 1), source_length [rows] i64, memory_capacity [memory],
-//                 cache_capacity [cache] -> logits [rows, vocab] (f32); the step's keys and
-//                 values are written into the states k.<l>, v.<l> [rows, heads, cache, head dim]
-//                 at each row's position.
+//                 (position + 1), source_length [rows] i64, cache_rows [rows, cache] i32,
+//                 memory_capacity [memory], cache_capacity [cache] -> logits [rows, vocab]
+//                 (f32); the step's keys and values are written into the states k.<l>, v.<l>
+//                 [rows, heads, cache, head dim] at each row's position, and row r's
+//                 self-attention reads position j from cache row cache_rows[r, j] (attention's
+//                 kv_rows). A row's own step is in its own cache row (cache_rows[r, position[r]]
+//                 = r); beam search rewrites the table for the earlier positions, so that
+//                 reordering beams moves a few integers instead of every layer's cache.
 //   The lengths of memory_capacity and cache_capacity (their values are not read) size the
-//   caches: a generator passes its longest source and longest output, so that caches and beam
-//   reordering cost what the call needs, not the model's maximum.
+//   caches: a generator passes its longest source and longest output, so that the caches cost
+//   what the call needs, not the model's maximum.
 //   decoder_topk  the decoder step with banned [rows, B] i64 (tokens to exclude, -1 padding)
 //                 -> scores, tokens [rows, kEncoderDecoderTopK]: each row's best tokens by
 //                 log-probability (f32, computed on the device) after the bans, so that a
 //                 generator reads a few numbers per row instead of the vocabulary's logits.
-//   reorder       parent [sources, beams] i64, length [rows] i64, cache_capacity [cache] ->
-//                 (no outputs) row r = s * beams + b of every k.<l>, v.<l> takes the first
-//                 length[r] positions of row s * beams + parent[s, b]: beam search keeping some
-//                 beams twice and dropping others, moving only the positions written so far.
 //
 // Rows are decoder slots (sources times beams), so a batch can refill a finished source's rows
 // with a new source while the others keep decoding.
@@ -73,7 +73,7 @@ struct EncoderDecoderWeights {
   std::function<Tensor(const std::string& name, const Shape& shape)> load;
 };
 
-// Adds the graphs "encoder", "decoder_step", "decoder_topk" and "reorder" to def.
+// Adds the graphs "encoder", "decoder_step" and "decoder_topk" to def.
 void build_encoder_decoder(ModelDefinition& def, const EncoderDecoderConfig& config,
                            const EncoderDecoderWeights& weights);
 

@@ -149,10 +149,11 @@ inline TeacherForcedError teacher_forced_error(Model& m, const Seq2SeqReference&
                   : kFailed;
   const int64_t vocab = logits.dim(1);
   for (int64_t p = 0; p < static_cast<int64_t>(dec.size()); ++p) {
-    s = m.run({HostTensor::from_i64("ids", {1, 1}, {dec[p]}), HostTensor::from_i64("position", {1}, {p}),
-               HostTensor::from_i64("length", {1}, {p + 1}), HostTensor::from_i64("source_length", {1}, {n}), memory,
-               HostTensor::zeros("cache_capacity", DType::I64, {16})},
-              &out, "decoder_step");
+    s = m.run(
+        {HostTensor::from_i64("ids", {1, 1}, {dec[p]}), HostTensor::from_i64("position", {1}, {p}),
+         HostTensor::from_i64("length", {1}, {p + 1}), HostTensor::from_i64("source_length", {1}, {n}), memory,
+         HostTensor::zeros("cache_capacity", DType::I64, {16}), HostTensor::zeros("cache_rows", DType::I32, {1, 16})},
+        &out, "decoder_step");
     EXPECT_TRUE(s.ok()) << "decoder_step: " << s.message();
     if (!s.ok() || out[0].numel() != vocab) return {e.encoder, kFailed};
     e.logits = std::max(e.logits, max_abs_diff(out[0].as<float>(), logits.data.data() + p * vocab, vocab));

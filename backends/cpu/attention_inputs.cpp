@@ -11,7 +11,7 @@ namespace kiln::cpu {
 
 namespace {
 
-enum : int { Q = 0, K, V, Mask, KvLength };
+enum : int { Q = 0, K, V, Mask, KvLength, KvRows };
 
 }  // namespace
 
@@ -38,6 +38,18 @@ AttentionRows::AttentionRows(const KernelArgs& a, const AttentionAttrs& attrs) {
                  a.node->name, b, lengths_[b], sk_);
     }
   }
+  if (a.inputs.size() > KvRows && a.inputs[KvRows].data) {
+    const TensorRef& t = a.inputs[KvRows];
+    kv_rows_.resize(static_cast<size_t>(nb_ * sk_));
+    for (int64_t b = 0; b < nb_; ++b)
+      for (int64_t j = 0; j < sk_; ++j) {
+        const int64_t from = index_at(t, b * sk_ + j);
+        // Entries past the keys a row sees are never read, and may hold anything.
+        KILN_CHECK(j >= lengths_[b] || (from >= 0 && from < nb_),
+                   "[attention] {}: kv_rows[{}, {}] = {} is out of range [0, {})", a.node->name, b, j, from, nb_);
+        kv_rows_[b * sk_ + j] = j < lengths_[b] ? from : b;
+      }
+  }
   if (a.inputs.size() > Mask && a.inputs[Mask].data) {
     const Shape& shape = a.inputs[Mask].shape;
     mask_ = a.inputs[Mask].as<const float>();
@@ -52,10 +64,20 @@ AttentionRows::AttentionRows(const KernelArgs& a, const AttentionAttrs& attrs) {
 AttentionRows::Row AttentionRows::row(int64_t r) const {
   const int64_t b = r / (nh_ * sq_), h = r / sq_ % nh_, i = r % sq_, g = h / (nh_ / nkv_);
   const int64_t len = lengths_[b];
-  const int64_t kv = (b * nkv_ + g) * sk_;
-  return {q_ + r * d_, k_ + kv * d_, v_ + kv * dv_,
-          mask_ ? mask_ + b * mask_stride_[0] + h * mask_stride_[1] + i * mask_stride_[2] : nullptr,
-          causal_ ? std::clamp<int64_t>(i + len - sq_ + 1, 0, len) : len};
+  const int64_t* from = kv_rows_.empty() ? nullptr : kv_rows_.data() + b * sk_;
+  const int64_t kv = ((from ? 0 : b) * nkv_ + g) * sk_;
+  Row row;
+  row.q = q_ + r * d_;
+  row.mask = mask_ ? mask_ + b * mask_stride_[0] + h * mask_stride_[1] + i * mask_stride_[2] : nullptr;
+  row.seen = causal_ ? std::clamp<int64_t>(i + len - sq_ + 1, 0, len) : len;
+  row.k = k_ + kv * d_;
+  row.v = v_ + kv * dv_;
+  row.from = from;
+  row.k_batch = nkv_ * sk_ * d_;
+  row.v_batch = nkv_ * sk_ * dv_;
+  row.d = d_;
+  row.dv = dv_;
+  return row;
 }
 
 }  // namespace kiln::cpu

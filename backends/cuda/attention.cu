@@ -127,7 +127,8 @@ __global__ void attention_kernel(AttentionArgs p) {
   for (int64_t j0 = 0; j0 < walk; j0 += 32) {
     const int64_t j = j0 + lane;
     float score[R];
-    dot_products<T, R>(q, k + j * p.d, p.d, j < walk, rows, score);
+    const int64_t from = j < walk ? kv_batch(p, b, j) : b;  // this lane's key's batch
+    dot_products<T, R>(q, k + (from - b) * p.kv_heads * p.sk * p.d + j * p.d, p.d, j < walk, rows, score);
     float weight[R];
     bool any = false;  // whether a row of the warp has a key in this chunk (uniform over the warp)
 #pragma unroll
@@ -149,7 +150,8 @@ __global__ void attention_kernel(AttentionArgs p) {
     if (!any) continue;
     const int keys = walk - j0 < 32 ? static_cast<int>(walk - j0) : 32;
     for (int t = 0; t < keys; ++t) {
-      const T* vj = v + (j0 + t) * p.dv;
+      const int64_t from_t = __shfl_sync(kFull, from, t);
+      const T* vj = v + (from_t - b) * p.kv_heads * p.sk * p.dv + (j0 + t) * p.dv;
       float vt[kPerLane];
 #pragma unroll
       for (int u = 0; u < kPerLane; ++u) {

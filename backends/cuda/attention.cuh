@@ -17,6 +17,8 @@ namespace kiln::cuda {
 //   with s = mask_strides (0 along dims it broadcasts over).
 //   kv_length (optional, I32 or I64 [batch]): keys j >= kv_length[b] are ignored. A length
 //   outside [0, sk] is clamped into it and sets error_bit in *error.
+//   kv_rows (optional, I32 or I64 [batch, sk]): key and value j of batch b are batch
+//   kv_rows[b, j]'s. An entry outside [0, batch) reads batch b and sets index_error_bit.
 //   causal: query i sees key j only if j <= i + (kv_length[b] or sk) - sq.
 // A query that sees no key (or only -inf mask entries) gives zeros.
 struct AttentionArgs {
@@ -30,13 +32,28 @@ struct AttentionArgs {
   int64_t mask_strides[4] = {};
   const void* kv_length = nullptr;
   DType kv_length_type = DType::I32;
+  const void* kv_rows = nullptr;
+  DType kv_rows_type = DType::I32;
   int64_t batch = 0, heads = 0, kv_heads = 0, sq = 0, sk = 0, d = 0, dv = 0;
   float scale = 1.0f;
   bool causal = false;
   uint32_t* error = nullptr;
-  uint32_t error_bit = 0;
+  uint32_t error_bit = 0, index_error_bit = 0;
 };
 
 void launch_attention(const AttentionArgs& args, cudaStream_t stream);
+
+#if defined(__CUDACC__)
+// The batch whose keys and values key j of batch b reads: kv_rows[b, j], or b without kv_rows.
+__device__ __forceinline__ int64_t kv_batch(const AttentionArgs& p, int64_t b, int64_t j) {
+  if (!p.kv_rows) return b;
+  const int64_t at = b * p.sk + j;
+  const int64_t from = p.kv_rows_type == DType::I64 ? static_cast<const int64_t*>(p.kv_rows)[at]
+                                                    : static_cast<const int32_t*>(p.kv_rows)[at];
+  if (from >= 0 && from < p.batch) return from;
+  atomicOr(p.error, p.index_error_bit);
+  return b;
+}
+#endif
 
 }  // namespace kiln::cuda

@@ -124,8 +124,9 @@ __global__ void __launch_bounds__(kWarps * 32) attention_step_kernel(AttentionAr
   for (int64_t j0 = static_cast<int64_t>(warp) * 32; j0 < seen; j0 += kWarps * 32) {
     const int64_t j = j0 + lane;
     float score = -INFINITY;
+    const int64_t from = j < seen ? kv_batch(p, b, j) : b;
     if (j < seen) {
-      const T* kj = k + j * p.d;
+      const T* kj = k + (from - b) * p.kv_heads * p.sk * p.d + j * p.d;
       float dot = 0.0f;
 #pragma unroll
       for (int c = 0; c < DV; c += 8) {
@@ -150,7 +151,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_step_kernel(AttentionAr
     for (int c = 0; c < DV; ++c) acc[c] *= rescale;
     max = new_max;
     if (w == 0.0f) continue;
-    const T* vj = v + j * p.dv;
+    const T* vj = v + (from - b) * p.kv_heads * p.sk * p.dv + j * p.dv;
 #pragma unroll
     for (int c = 0; c < DV; c += 8) {
       if (c < p.dv) {

@@ -1,4 +1,4 @@
-// gather, dynamic_update_slice, write_rows and reorder_beams: rows of bytes copied to or from a
+// gather, dynamic_update_slice and write_rows: rows of bytes copied to or from a
 // place an index in device memory names. Rows move in units of 16, 8, 4, 2 or 1 bytes: the
 // largest that divides the row and both pointers' alignment, so that an embedding row of fp16
 // moves 16 bytes per load.
@@ -13,10 +13,6 @@
 //   [0, dim - n] is not written, and block 0 sets the error bit for it.
 //   write_rows: unit e of (row r, unit k of the update's row) copies unit k of update row
 //   index[r] to its place in out row r; rows with a negative index are left alone.
-//   reorder_beams: a block takes one group of beams and a chunk of the row's units, stages the
-//   parents' units in shared memory, waits for the whole block, then writes them: rows of a
-//   group read one another, and no other block touches that group's chunk. Units at positions
-//   past a row's length are neither read nor written.
 #include "backends/cuda/indexed_copy.cuh"
 #include "backends/cuda/launch.cuh"
 
@@ -149,59 +145,6 @@ void update_slice_units(const UpdateSliceArgs& p, int unit, cudaStream_t s) {
   }
 }
 
-constexpr int kReorderStagedBytes = kReorderMaxBeams;
-
-__device__ __forceinline__ int64_t read_index(const void* p, DType type, int64_t i) {
-  return type == DType::I64 ? static_cast<const int64_t*>(p)[i] : static_cast<const int32_t*>(p)[i];
-}
-
-// The row that row r takes unit c from, or -1 where the unit stays: its own row, a position
-// past r's length, or a parent outside the group (which sets the error bit, once per row).
-__device__ __forceinline__ int64_t reorder_source(const ReorderBeamsArgs& p, int64_t r, int64_t c, int64_t inner,
-                                                  bool report) {
-  const int64_t b = read_index(p.parent, p.parent_type, r);
-  if (b < 0 || b >= p.beams) {
-    if (report) atomicOr(p.error, p.error_bit);
-    return -1;
-  }
-  const int64_t from = r - r % p.beams + b;
-  return from != r && (c / inner) % p.extent < read_index(p.length, p.length_type, r) ? from : -1;
-}
-
-// Units c in [begin, begin + chunk) of every row of the groups blockIdx.y, + gridDim.y, ...
-template <typename U>
-__global__ void __launch_bounds__(kThreads) reorder_beams_kernel(ReorderBeamsArgs p, int64_t inner, int64_t chunk) {
-  wait_for_predecessor();
-  __shared__ alignas(16) unsigned char staged_bytes[kReorderStagedBytes];
-  U* staged = reinterpret_cast<U*>(staged_bytes);
-  U* data = static_cast<U*>(p.data);
-  const int64_t row_units = p.outer * p.extent * inner;
-  const int64_t begin = static_cast<int64_t>(blockIdx.x) * chunk;
-  const int64_t width = min(chunk, row_units - begin), n = p.beams * width;
-  for (int64_t first = blockIdx.y * p.beams; first < p.rows; first += static_cast<int64_t>(gridDim.y) * p.beams) {
-    for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
-      const int64_t r = first + e / width, c = begin + e % width;
-      const int64_t from = reorder_source(p, r, c, inner, blockIdx.x == 0 && e % width == 0);
-      if (from >= 0) staged[e] = data[from * row_units + c];
-    }
-    __syncthreads();  // every read of the group's chunk before any write
-    for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
-      const int64_t r = first + e / width, c = begin + e % width;
-      if (reorder_source(p, r, c, inner, false) >= 0) data[r * row_units + c] = staged[e];
-    }
-    __syncthreads();  // the staging is the next group's after this
-  }
-}
-
-template <typename U>
-void reorder_beams_typed(const ReorderBeamsArgs& p, cudaStream_t s) {
-  const int64_t inner = p.inner_bytes / static_cast<int64_t>(sizeof(U)), row_units = p.outer * p.extent * inner;
-  const int64_t chunk = kReorderStagedBytes / static_cast<int64_t>(sizeof(U)) / p.beams;
-  const dim3 grid(static_cast<unsigned>((row_units + chunk - 1) / chunk),
-                  static_cast<unsigned>(std::min<int64_t>(p.rows / p.beams, 65535)));
-  launch(reorder_beams_kernel<U>, grid, kThreads, 0, s, p, inner, chunk);
-}
-
 }  // namespace
 
 void launch_gather(const GatherArgs& p, cudaStream_t s) {
@@ -241,25 +184,6 @@ void write_rows_units(const WriteRowsArgs& p, int unit, cudaStream_t s) {
       return write_rows_typed<uint16_t, I>(p, unit, s);
     default:
       return write_rows_typed<uint8_t, I>(p, unit, s);
-  }
-}
-
-void launch_reorder_beams(const ReorderBeamsArgs& p, cudaStream_t s) {
-  if (p.rows <= 0 || p.outer * p.extent * p.inner_bytes <= 0) return;
-  // A group's chunk must hold a unit of every beam: units shrink for very wide groups.
-  int unit = unit_bytes(p.inner_bytes, p.data, p.data);
-  while (unit > 1 && kReorderStagedBytes / unit < p.beams) unit /= 2;
-  switch (unit) {
-    case 16:
-      return reorder_beams_typed<uint4>(p, s);
-    case 8:
-      return reorder_beams_typed<uint2>(p, s);
-    case 4:
-      return reorder_beams_typed<uint32_t>(p, s);
-    case 2:
-      return reorder_beams_typed<uint16_t>(p, s);
-    default:
-      return reorder_beams_typed<uint8_t>(p, s);
   }
 }
 

@@ -1,7 +1,6 @@
 // Launch functions for the ops that move rows of any element type to or from a place an index
-// in device memory names (indexed_copy.cu): gather, dynamic_update_slice, write_rows and
-// reorder_beams. Indices are
-// untrusted: one out of range reads and writes nothing outside the tensors and sets
+// in device memory names (indexed_copy.cu): gather, dynamic_update_slice and write_rows. Indices
+// are untrusted: one out of range reads and writes nothing outside the tensors and sets
 // `error_bit` in `*error` (the backend's error word) instead.
 #pragma once
 
@@ -59,22 +58,5 @@ struct WriteRowsArgs {
   uint32_t error_bit = 0;
 };
 void launch_write_rows(const WriteRowsArgs& args, cudaStream_t stream);
-
-// In place on data [rows, outer, extent, inner] (inner counted in bytes), rows in groups of
-// `beams`: row r = g * beams + b takes row g * beams + parent[r] for the positions t < length[r]
-// (as they were before the call). A parent outside [0, beams) leaves its row as it was.
-struct ReorderBeamsArgs {
-  void* data = nullptr;
-  const void* parent = nullptr;
-  const void* length = nullptr;
-  DType parent_type = DType::I64, length_type = DType::I64;  // I32 or I64 each
-  int64_t rows = 0, beams = 1, outer = 1, extent = 0, inner_bytes = 0;
-  uint32_t* error = nullptr;
-  uint32_t error_bit = 0;
-};
-// The widest group: the kernel stages a unit (a byte at the least) of every beam in 32 KiB of
-// shared memory.
-inline constexpr int64_t kReorderMaxBeams = 32 << 10;
-void launch_reorder_beams(const ReorderBeamsArgs& args, cudaStream_t stream);
 
 }  // namespace kiln::cuda

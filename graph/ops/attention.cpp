@@ -5,6 +5,10 @@
 //   mask (optional): additive, any float type, broadcasts to [B, H, Sq, Sk].
 //   kv_length (optional): i32 or i64 [B], each in [0, Sk]: keys at j >= kv_length[b] are
 //     ignored, so a KV cache can have a fixed capacity Sk and hold L = kv_length[b] keys.
+//   kv_rows (optional): i32 or i64 [B, Sk], each in [0, B): key and value j of batch row b are
+//     those of batch row kv_rows[b, j] (same head, same position j). Beam search keeps one KV
+//     cache row per beam and, when beams are reordered, rewrites this table of where each
+//     position of a beam's history lives instead of moving the cache rows themselves.
 //   scale: 0 (the default) means 1 / sqrt(D).
 //   causal: query i sees key j only if j <= i + (L - Sq), L being kv_length[b] or Sk: the
 //     queries are the last Sq positions of the L, so a decoder step (Sq = 1) sees all L keys.
@@ -21,12 +25,14 @@ namespace kiln {
 
 namespace {
 
-enum : int { Q = 0, K, V, Mask, KvLength };
+enum : int { Q = 0, K, V, Mask, KvLength, KvRows };
 
 class AttentionOp : public OpDef {
  public:
   std::string name() const override { return "attention"; }
-  std::vector<OpInput> inputs() const override { return {{"q"}, {"k"}, {"v"}, {"mask", true}, {"kv_length", true}}; }
+  std::vector<OpInput> inputs() const override {
+    return {{"q"}, {"k"}, {"v"}, {"mask", true}, {"kv_length", true}, {"kv_rows", true}};
+  }
   std::vector<AttrSpec> attributes() const override {
     return {optional_attr("scale", AttrType::Float, 0.0), optional_attr("causal", AttrType::Int, int64_t{0})};
   }
@@ -45,6 +51,7 @@ class AttentionOp : public OpDef {
       KILN_CHECK(*in[Mask] != DType::F8E4M3, "[attention] {}: no FP8 mask", n.name);
     }
     if (in.size() > KvLength && in[KvLength]) require_integer(in[KvLength], n, "kv_length");
+    if (in.size() > KvRows && in[KvRows]) require_integer(in[KvRows], n, "kv_rows");
     return {*in[Q]};
   }
   std::vector<Shape> infer_shapes(const Node& n, const std::vector<std::optional<Shape>>& in) const override {
@@ -66,6 +73,9 @@ class AttentionOp : public OpDef {
     if (in.size() > KvLength && in[KvLength])
       KILN_CHECK(*in[KvLength] == Shape{b}, "[attention] {}: kv_length {} must be [{}]", n.name,
                  to_string(*in[KvLength]), b);
+    if (in.size() > KvRows && in[KvRows])
+      KILN_CHECK(*in[KvRows] == (Shape{b, sk}), "[attention] {}: kv_rows {} must be [{}, {}]", n.name,
+                 to_string(*in[KvRows]), b, sk);
     return {{b, h, sq, v[3]}};
   }
 };

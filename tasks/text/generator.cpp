@@ -138,6 +138,7 @@ class Run {
         slots_(static_cast<size_t>(slots)),
         memory_(HostTensor::zeros("memory_capacity", DType::I64, {memory_capacity})),
         cache_(HostTensor::zeros("cache_capacity", DType::I64, {cache_capacity})),
+        cache_rows_(HostTensor::zeros("cache_rows", DType::I32, {rows_, cache_capacity})),
         results_(sources.size()) {
     for (size_t i = 0; i < sources.size(); ++i) waiting_.push_back(static_cast<int64_t>(i));
   }
@@ -214,10 +215,15 @@ class Run {
     }
     std::vector<int64_t> length(position);
     for (auto& l : length) ++l;
+    // Each row writes this step's keys and values into its own cache row.
+    const int64_t capacity = cache_rows_.shape[1];
+    int32_t* table = cache_rows_.as<int32_t>();
+    for (int64_t r = 0; r < rows_; ++r) table[r * capacity + position[r]] = static_cast<int32_t>(r);
     std::vector<HostTensor> in = {HostTensor::from_i64("ids", {rows_, 1}, ids),
                                   HostTensor::from_i64("position", {rows_}, position),
                                   HostTensor::from_i64("length", {rows_}, length),
                                   HostTensor::from_i64("source_length", {rows_}, source_length_),
+                                  cache_rows_,
                                   memory_,
                                   cache_};
     Scores scores;
@@ -250,24 +256,28 @@ class Run {
                  "[generate] the decoder step gave no [{}, {}] f32 logits", rows_, vocab_);
       scores.logits = out[0].as<float>();
     }
-    std::vector<int64_t> parent(static_cast<size_t>(rows_));  // the beam of its slot each row continues
-    for (int64_t r = 0; r < rows_; ++r) parent[r] = r % beams_;
-    bool reorder = false;
+    std::vector<int64_t> parent(static_cast<size_t>(beams_));  // the beam of its slot each beam continues
     for (size_t s = 0; s < slots_.size(); ++s) {
       Slot& slot = slots_[s];
       if (slot.source < 0) continue;
       const int64_t base = static_cast<int64_t>(s) * beams_;
+      std::iota(parent.begin(), parent.end(), 0);
       if (beams_ == 1)
         greedy(slot, scores, base);
-      else
-        reorder |= beam(slot, scores, parent.data() + base, base);
+      else if (beam(slot, scores, parent.data(), base))
+        continue_beams(base, parent, length[base]);
       if (slot.done) finish(slot);
     }
-    // The caches hold `length` positions per row now; those of rows that continue another beam move.
-    if (reorder)
-      check(model_.run({HostTensor::from_i64("parent", {rows_ / beams_, beams_}, parent),
-                        HostTensor::from_i64("length", {rows_}, length), cache_},
-                       &out, "reorder"));
+  }
+
+  // Beam j of the slot at `base` continues beam parent[j]: it takes that beam's history, the
+  // cache rows of its first `length` positions (the caches themselves do not move).
+  void continue_beams(int64_t base, const std::vector<int64_t>& parent, int64_t length) {
+    const int64_t capacity = cache_rows_.shape[1];
+    int32_t* table = cache_rows_.as<int32_t>() + base * capacity;
+    std::vector<int32_t> before(table, table + beams_ * capacity);
+    for (int64_t j = 0; j < beams_; ++j)
+      if (parent[j] != j) std::copy_n(before.begin() + parent[j] * capacity, length, table + j * capacity);
   }
 
   // A step's scores: the vocabulary's logits per row, or each row's best tokens after bans.
@@ -432,6 +442,7 @@ class Run {
   std::deque<int64_t> waiting_;
   std::vector<int64_t> source_length_;
   HostTensor memory_, cache_;  // inputs whose lengths size the caches
+  HostTensor cache_rows_;      // [rows, cache]: the cache row holding each position of each row's history
   std::vector<GeneratedSequence> results_;
   // Scores come from the device's best tokens unless a setting needs every logit (a repetition
   // penalty changes scores, not just bans) or beam search keeps more than they hold.

@@ -1,4 +1,4 @@
-// Generation with an encoder-decoder bundle (graphs "encoder", "decoder_step", "reorder"; see
+// Generation with an encoder-decoder bundle (graphs "encoder", "decoder_step", "decoder_topk"; see
 // graph/encoder_decoder.h): greedy and beam search as transformers' generate() does them,
 // with its logits processors (repetition penalty, no-repeat n-grams, bad words, minimum
 // length, forced BOS/EOS), over a batch of decoder slots. Each slot holds one source's beams;

@@ -1,5 +1,5 @@
 // The CPU reference kernels of concat, split, slice, pad, upsample_nearest, max_pool, argmax,
-// topk, where, reorder_beams and the broadcasting binary ops against values worked out by hand,
+// topk, where and the broadcasting binary ops against values worked out by hand,
 // and their shape checks' messages.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -355,45 +355,6 @@ TEST(TensorOps, Where) {
   EXPECT_EQ(
       op_error("where", {tensor("cond", DType::Bool, {2}, {1, 0}), f32("a", {3}, {1, 2, 3}), f32("b", {1}, {4})}, {}),
       "[where] where: shapes [2], [3] and [1] do not broadcast");
-}
-
-// A cache of 4 rows in two groups of 2 beams, [4, 2 heads, 3 positions, 1]: x[r, h, t] =
-// 100r + 10h + t. Row 0 takes row 1's first 2 positions, row 1 keeps its own, rows 2 and 3
-// swap their first position; the rest stays.
-TEST(TensorOps, ReorderBeams) {
-  auto run = [](const std::vector<int64_t>& parent, const std::vector<int64_t>& length) {
-    Graph g;
-    const int cache = g.add_state("cache", DType::F32, fixed_shape({4, 2, 3, 1}));
-    const int fill = g.add_input("fill", DType::F32, fixed_shape({4, 2, 3, 1}));
-    const int whole = g.add_input("whole", DType::I64, fixed_shape({4}));
-    const Shape groups = {static_cast<int64_t>(parent.size()) / 2, 2};
-    const int p = g.add_input("parent", DType::I64, fixed_shape(groups));
-    const int l = g.add_input("length", DType::I64, fixed_shape({4}));
-    const int filled = g.add("write_rows", "fill", {cache, fill, whole});
-    g.add_output("y", g.add("reorder_beams", "reorder", {filled, p, l}, {{"axis", int64_t{2}}}));
-    Engine e(
-        g, [](const std::string& name) -> ConstantView { fail("[test] no constant '{}'", name); },
-        EngineOptions{"cpu"});
-    std::vector<float> x;
-    for (int r = 0; r < 4; ++r)
-      for (int h = 0; h < 2; ++h)
-        for (int t = 0; t < 3; ++t) x.push_back(static_cast<float>(100 * r + 10 * h + t));
-    return e
-        .run({f32("fill", {4, 2, 3, 1}, x), HostTensor::from_i64("whole", {4}, {0, 1, 2, 3}),
-              HostTensor::from_i64("parent", groups, parent), HostTensor::from_i64("length", {4}, length)})[0]
-        .to_f32();
-  };
-  EXPECT_EQ(run({1, 1, 1, 0}, {2, 3, 1, 1}),
-            std::vector<float>({100, 101, 2,   110, 111, 12,  100, 101, 102, 110, 111, 112,  //
-                                300, 201, 202, 310, 211, 212, 200, 301, 302, 210, 311, 312}));
-  EXPECT_NE(test::error_message([&] {
-              run({1, 2, 1, 0}, {3, 3, 3, 3});
-            }).find("[reorder_beams] reorder: parent 2 of row 1 is not one of its group's 2 beams"),
-            std::string::npos);
-  EXPECT_NE(test::error_message([&] {
-              run({1, 0, 1, 0, 1, 0}, {3, 3, 3, 3});
-            }).find("[reorder_beams] reorder: parent [3, 2] is not [groups, beams] of 4 rows"),
-            std::string::npos);
 }
 
 TEST(TensorOps, BinaryBroadcasting) {

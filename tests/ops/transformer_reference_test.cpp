@@ -356,6 +356,27 @@ TEST(TransformerOps, AttentionRefusesAKvLengthPastTheKeys) {
             "[attention] attn: kv_length[0] = 3 is out of range [0, 2]");
 }
 
+TEST(TransformerOps, AttentionReadsEachKeyFromTheBatchKvRowsNames) {
+  // Three batches of one key-value pair per position; equal scores, so each query averages the
+  // values it reads. Batch 0 reads position 0 from batch 2 and position 1 from itself; batch 1
+  // position 0 from batch 0 (position 1 is past its length: the entry is never read); batch 2
+  // both from batch 1.
+  for (DType rt : {DType::I32, DType::I64}) {
+    auto a = attention_inputs(3, 1, 1, 1, 2, 1, 1);
+    const int len = a.g.add_input("len", DType::I64, fixed_shape({3}));
+    const int rows = a.g.add_input("rows", rt, fixed_shape({3, 2}));
+    a.g.add_output("y", a.g.add("attention", "attn", {a.q, a.k, a.v, -1, len, rows}));
+    const std::vector<HostTensor> in = {f32("q", {3, 1, 1, 1}, {1, 1, 1}), f32("k", {3, 1, 2, 1}, {0, 0, 0, 0, 0, 0}),
+                                        f32("v", {3, 1, 2, 1}, {1, 2, 10, 20, 100, 200}), i64("len", {3}, {2, 1, 2}),
+                                        typed("rows", rt, {3, 2}, {2, 0, 0, -5, 1, 1})};
+    expect_near(run_cpu(a.g, in), {(100.0f + 2) / 2, 1, (10.0f + 20) / 2});
+    Engine e(a.g, lookup(), EngineOptions{"cpu"});
+    std::vector<HostTensor> bad = in;
+    bad.back() = typed("rows", rt, {3, 2}, {2, 0, 3, 0, 1, 1});
+    EXPECT_EQ(test::error_message([&] { e.run(bad); }), "[attention] attn: kv_rows[1, 0] = 3 is out of range [0, 3)");
+  }
+}
+
 // --- dynamic_update_slice
 
 TEST(TransformerOps, DynamicUpdateSliceAppendsToAStateAcrossRuns) {

@@ -19,12 +19,16 @@ namespace {
 
 // One query row: y[dv] = softmax(scale * q.K^T + mask) V over the first `seen` keys. `p` holds
 // `seen` floats of scratch; `mask_stride` steps along the keys (0: one value for all).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void attend_row(
-    const float* __restrict q, const float* __restrict k, const float* __restrict v, const float* mask,
-    int64_t mask_stride, float scale, int64_t seen, int64_t d, int64_t dv, float* __restrict p, float* __restrict y) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void attend_row(const cpu::AttentionRows::Row& x,
+                                                                             int64_t mask_stride, float scale,
+                                                                             int64_t d, int64_t dv, float* __restrict p,
+                                                                             float* __restrict y) {
+  const float* __restrict q = x.q;
+  const float* mask = x.mask;
+  const int64_t seen = x.seen;
   float max = -std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < seen; ++j) {
-    const float* __restrict kj = k + j * d;
+    const float* __restrict kj = x.key(j);
     float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
     for (int64_t c = 0; c < d; ++c) dot += q[c] * kj[c];
@@ -41,7 +45,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void attend_row(
     sum += p[j];
   }
   for (int64_t j = 0; j < seen; ++j) {
-    const float* __restrict vj = v + j * dv;
+    const float* __restrict vj = x.value(j);
     const float pj = p[j];
 #pragma omp simd
     for (int64_t c = 0; c < dv; ++c) y[c] += pj * vj[c];
@@ -66,8 +70,7 @@ class FastAttentionKernel : public CpuKernel {
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows.count(); ++r) {
         const cpu::AttentionRows::Row x = rows.row(r);
-        attend_row(x.q, x.k, x.v, x.mask, rows.mask_stride(), scale, x.seen, rows.d(), rows.dv(), p.data(),
-                   py + r * rows.dv());
+        attend_row(x, rows.mask_stride(), scale, rows.d(), rows.dv(), p.data(), py + r * rows.dv());
       }
     }
   }

@@ -30,7 +30,8 @@ class AttentionKernel : public CpuKernel {
         double max = -std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < x.seen; ++j) {
           double dot = 0;
-          for (int64_t c = 0; c < d; ++c) dot += static_cast<double>(x.q[c]) * x.k[j * d + c];
+          const float* k = x.key(j);
+          for (int64_t c = 0; c < d; ++c) dot += static_cast<double>(x.q[c]) * k[c];
           p[j] = scale * dot + (x.mask ? x.mask[j * ms] : 0.0);
           max = std::max(max, p[j]);
         }
@@ -38,8 +39,10 @@ class AttentionKernel : public CpuKernel {
         if (max != -std::numeric_limits<double>::infinity()) {
           double sum = 0;
           for (int64_t j = 0; j < x.seen; ++j) sum += p[j] = std::exp(p[j] - max);
-          for (int64_t j = 0; j < x.seen; ++j)
-            for (int64_t c = 0; c < dv; ++c) acc[c] += p[j] * x.v[j * dv + c];
+          for (int64_t j = 0; j < x.seen; ++j) {
+            const float* v = x.value(j);
+            for (int64_t c = 0; c < dv; ++c) acc[c] += p[j] * v[c];
+          }
           for (double& y : acc) y /= sum;
         }
         for (int64_t c = 0; c < dv; ++c) py[r * dv + c] = static_cast<float>(acc[c]);

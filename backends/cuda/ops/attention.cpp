@@ -1,7 +1,7 @@
 // attention on the GPU: one fused kernel with an online softmax (attention.cu), q, k and v f32
-// or f16, a mask of either type, kv_length i32 or i64, grouped-query heads, any head dims. A
-// kv_length outside [0, Sk] is clamped and sets the error word, so that the run fails as it does
-// on the CPU.
+// or f16, a mask of either type, kv_length and kv_rows i32 or i64, grouped-query heads, any head
+// dims. A kv_length outside [0, Sk] is clamped, and a kv_rows entry outside [0, B) read as the
+// row's own, both setting the error word, so that the run fails as it does on the CPU.
 #include <cmath>
 
 #include "backends/cuda/attention.cuh"
@@ -11,22 +11,25 @@ namespace kiln {
 
 namespace {
 
-enum : int { Q = 0, K, V, Mask, KvLength };
+enum : int { Q = 0, K, V, Mask, KvLength, KvRows };
 
 bool supports_attention(const Graph& g, const Node& n) {
   auto f32_or_f16 = [](DType t) { return t == DType::F32 || t == DType::F16; };
   if (!f32_or_f16(input_dtype(g, n, Q)) || !f32_or_f16(output_dtypes(g, n)[0])) return false;
   if (n.input(Mask) >= 0 && !f32_or_f16(input_dtype(g, n, Mask))) return false;
-  if (n.input(KvLength) < 0) return true;
-  const DType t = input_dtype(g, n, KvLength);
-  return t == DType::I32 || t == DType::I64;
+  for (int slot : {KvLength, KvRows}) {
+    if (n.input(slot) < 0) continue;
+    const DType t = input_dtype(g, n, slot);
+    if (t != DType::I32 && t != DType::I64) return false;
+  }
+  return true;
 }
 
 class AttentionKernel : public Kernel {
  public:
   explicit AttentionKernel(CudaKernelContext& c)
       : scale_(c.node.attrs.get_float("scale")), causal_(c.node.attrs.get_int("causal") != 0), error_(c.error_word) {
-    c.checks_inputs = c.node.input(KvLength) >= 0;
+    c.checks_inputs = c.node.input(KvLength) >= 0 || c.node.input(KvRows) >= 0;
   }
 
   void run(const KernelArgs& a, int) override {
@@ -60,8 +63,13 @@ class AttentionKernel : public Kernel {
       p.kv_length = a.inputs[KvLength].data;
       p.kv_length_type = a.inputs[KvLength].dtype;
     }
+    if (a.inputs.size() > KvRows && a.inputs[KvRows].data) {
+      p.kv_rows = a.inputs[KvRows].data;
+      p.kv_rows_type = a.inputs[KvRows].dtype;
+    }
     p.error = error_;
     p.error_bit = kCudaLengthOutOfRange;
+    p.index_error_bit = kCudaIndexOutOfRange;
     cuda::launch_attention(p, stream_of(a));
   }
 

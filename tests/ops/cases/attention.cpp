@@ -2,8 +2,10 @@
 // prefix (Sq < Sk), padding masks (with a fully masked row, and in f32 under f16 q), finite bias
 // masks, a rank-1 mask, an explicit scale, kv_length (i32 and i64, a decoder step, a length of
 // 0), grouped-query heads, decoder-step shapes (many keys, heads of 64 to 160 wide), and 16 or
-// more query rows (image tokens) with masks, causal and kv_length. Cases without kv_length or GQA also check the
-// decomposition matmul -> add mask -> softmax -> matmul, with causal as an explicit 0 / -inf constant mask.
+// more query rows (image tokens) with masks, causal and kv_length; kv_rows (beam search's table of
+// cache rows) on each GPU kernel's path, its entries past kv_length out of range (never read).
+// Cases without kv_length, kv_rows or GQA also check the decomposition matmul -> add mask ->
+// softmax -> matmul, with causal as an explicit 0 / -inf constant mask.
 #include <cmath>
 
 #include "core/dtype.h"
@@ -23,7 +25,19 @@ struct AttentionShape {
   std::vector<float> kv_length = {};  // per batch; empty: none
   DType kv_dtype = DType::I32;
   const char* variant = "";
+  bool kv_rows = false;  // a kv_rows table of kv_dtype
 };
+
+// Key j of batch b from batch (7b + 3j + 1) mod B; past b's kv_length, an index no batch has.
+std::vector<float> kv_rows_table(const AttentionShape& s) {
+  std::vector<float> t(static_cast<size_t>(s.b * s.sk));
+  for (int64_t b = 0; b < s.b; ++b)
+    for (int64_t j = 0; j < s.sk; ++j) {
+      const int64_t len = s.kv_length.empty() ? s.sk : static_cast<int64_t>(s.kv_length[b]);
+      t[b * s.sk + j] = j < len ? static_cast<float>((7 * b + 3 * j + 1) % s.b) : 1000.0f;
+    }
+  return t;
+}
 
 Shape mask_shape(const AttentionShape& s) {
   switch (s.mask) {
@@ -97,6 +111,13 @@ KILN_OP_CASES(attention) {
       {2, 2, 2, 19, 70, 8, 8, false, M::Padding, 0, {}, DType::I32, "rows_padding_mask"},
       {1, 3, 3, 18, 20, 4, 4, false, M::Bias, 0.3, {}, DType::I32, "rows_bias_mask"},
       {2, 2, 2, 17, 40, 8, 8, true, M::None, 0, {30, 40}, DType::I64, "rows_causal_kv_length"},
+      // kv_rows: decoder steps of beams (the step kernel, with GQA), heads past 128 (the generic
+      // kernel), 16 rows or more, and no kv_length (every entry read)
+      {4, 2, 2, 1, 12, 8, 8, true, M::None, 0, {5, 12, 1, 9}, DType::I32, "step_kv_rows", true},
+      {4, 4, 2, 1, 70, 64, 64, true, M::Padding, 0, {70, 3, 33, 64}, DType::I64, "step_gqa_kv_rows", true},
+      {2, 1, 1, 2, 20, 160, 160, false, M::None, 0, {20, 11}, DType::I32, "kv_rows_past_128", true},
+      {2, 2, 2, 17, 30, 8, 8, true, M::None, 0, {30, 20}, DType::I64, "rows_kv_rows", true},
+      {3, 2, 2, 2, 9, 8, 8, false, M::Bias, 0, {}, DType::I32, "kv_rows_no_length", true},
   };
   std::vector<OpCase> cases;
   for (DType t : {DType::F32, DType::F16})
@@ -115,11 +136,14 @@ KILN_OP_CASES(attention) {
       }
       if (!s.kv_length.empty())
         in.push_back(c.input_values("kv_length", s.kv_dtype, {s.b}, s.kv_length));
+      else if (s.kv_rows)
+        in.push_back(-1);
       else if (in[3] < 0)
         in.pop_back();
+      if (s.kv_rows) in.push_back(c.input_values("kv_rows", s.kv_dtype, {s.b, s.sk}, kv_rows_table(s)));
       Attrs attrs = {{"scale", s.scale}, {"causal", int64_t{s.causal}}};
       c.output(c.graph.add("attention", "attention", in, attrs));
-      if (s.kv_length.empty() && s.h == s.hkv) {
+      if (s.kv_length.empty() && !s.kv_rows && s.h == s.hkv) {
         if (s.causal) {
           std::vector<float> causal(static_cast<size_t>(s.sq * s.sk));
           for (int64_t i = 0; i < s.sq; ++i)
