@@ -89,8 +89,12 @@ bool is_eos(const GenerationConfig& g, int64_t token) {
   return std::find(g.eos_token_ids.begin(), g.eos_token_ids.end(), token) != g.eos_token_ids.end();
 }
 
+float length_divisor(int64_t generated, double penalty) {
+  return static_cast<float>(std::pow(static_cast<double>(generated), penalty));
+}
+
 float length_normalized(float score, int64_t generated, double penalty) {
-  return score / static_cast<float>(std::pow(static_cast<double>(generated), penalty));
+  return score / length_divisor(generated, penalty);
 }
 
 // One source's beams, as transformers' _beam_search keeps them for one batch entry.
@@ -328,22 +332,25 @@ class Run {
       }
       for (int64_t i : top_k(acc.data(), beams_ * vocab_, keep)) cand.push_back({acc[i], i / vocab_, i % vocab_});
     } else {
-      // The best `keep` over all beams are among each beam's best `keep` (keep <= K).
+      // The best `keep` over all beams are among each beam's best `keep` (keep <= K; a row's
+      // best tokens come best first).
       const int64_t forced = forced_token(g_, max_length_, cur_len);
+      cand.reserve(static_cast<size_t>(beams_ * keep));
       for (int64_t b = 0; b < beams_; ++b) {
         if (forced >= 0) {
           cand.push_back({0.0f + s.running_scores[b], b, forced});
           continue;
         }
         const int64_t row = (base + b) * kEncoderDecoderTopK;
-        for (int64_t j = 0; j < kEncoderDecoderTopK; ++j)
+        for (int64_t j = 0; j < keep; ++j)
           if (scores.top[row + j] != kNegInf)
             cand.push_back({scores.top[row + j] + s.running_scores[b], b, scores.tokens[row + j]});
       }
-      std::sort(cand.begin(), cand.end(), [&](const Candidate& x, const Candidate& y) {
+      const auto best = cand.begin() + std::min<int64_t>(keep, static_cast<int64_t>(cand.size()));
+      std::partial_sort(cand.begin(), best, cand.end(), [&](const Candidate& x, const Candidate& y) {
         return x.score > y.score || (x.score == y.score && x.beam * vocab_ + x.token < y.beam * vocab_ + y.token);
       });
-      if (static_cast<int64_t>(cand.size()) > keep) cand.resize(static_cast<size_t>(keep));
+      cand.erase(best, cand.end());
     }
     std::vector<bool> hits(cand.size());
     for (size_t k = 0; k < cand.size(); ++k) hits[k] = cur_len + 1 >= max_length_ || is_eos(g_, cand[k].token);
@@ -356,8 +363,9 @@ class Run {
     // Finished beams: candidates among the top `beams` that stopped, if they beat the kept ones.
     const bool all_finished = std::all_of(s.finished_valid.begin(), s.finished_valid.end(), [](bool f) { return f; });
     std::vector<float> merged = s.finished_scores;
+    const float divisor = length_divisor(cur_len, g_.length_penalty);
     for (size_t k = 0; k < cand.size(); ++k) {
-      float score = length_normalized(cand[k].score, cur_len, g_.length_penalty);
+      float score = cand[k].score / divisor;
       if (all_finished && g_.early_stopping == EarlyStopping::True) score += kMasked;
       if (!s.can_improve) score += kMasked;
       const bool just_finished = hits[k] && static_cast<int64_t>(k) < beams_;
@@ -365,20 +373,28 @@ class Run {
       merged.push_back(score);
     }
     const auto best = top_k(merged.data(), static_cast<int64_t>(merged.size()), beams_);
-    std::vector<std::vector<int64_t>> finished;
-    std::vector<float> finished_scores;
-    std::vector<bool> finished_valid;
-    for (int64_t i : best) {
-      if (i < beams_) {
-        finished.push_back(s.finished[i]);
-        finished_valid.push_back(s.finished_valid[i]);
-      } else {
-        const Candidate& c = cand[i - beams_];
-        finished.push_back(s.running[c.beam]);
-        finished.back().push_back(c.token);
-        finished_valid.push_back(hits[i - beams_] && i - beams_ < beams_);
+    // Most steps keep the finished beams as they are (best is 0, 1, ...): nothing to copy then.
+    bool kept = true;
+    for (size_t j = 0; j < best.size(); ++j) kept = kept && best[j] == static_cast<int64_t>(j);
+    if (!kept) {
+      std::vector<std::vector<int64_t>> finished;
+      std::vector<float> finished_scores;
+      std::vector<bool> finished_valid;
+      for (int64_t i : best) {
+        if (i < beams_) {
+          finished.push_back(std::move(s.finished[i]));
+          finished_valid.push_back(s.finished_valid[i]);
+        } else {
+          const Candidate& c = cand[i - beams_];
+          finished.push_back(s.running[c.beam]);
+          finished.back().push_back(c.token);
+          finished_valid.push_back(hits[i - beams_] && i - beams_ < beams_);
+        }
+        finished_scores.push_back(merged[i]);
       }
-      finished_scores.push_back(merged[i]);
+      s.finished = std::move(finished);
+      s.finished_scores = std::move(finished_scores);
+      s.finished_valid = std::move(finished_valid);
     }
 
     std::vector<std::vector<int64_t>> running;
@@ -394,9 +410,6 @@ class Run {
     }
     s.running = std::move(running);
     s.running_scores = std::move(next_scores);
-    s.finished = std::move(finished);
-    s.finished_scores = std::move(finished_scores);
-    s.finished_valid = std::move(finished_valid);
 
     // Can a running beam still beat the worst finished one?
     const int64_t next_len = cur_len + 1;
