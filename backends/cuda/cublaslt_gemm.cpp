@@ -131,22 +131,28 @@ const CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& s) {
   auto it = plans_.find(s);
   if (it != plans_.end()) return *it->second;
   auto p = std::make_unique<Plan>();
-  const cudaDataType_t type = cuda_type(s.dtype);
+  const cudaDataType_t type = cuda_type(s.dtype), out_type = s.out_f32 ? CUDA_R_32F : type;
   const Api& lt = api();
   check(lt.desc_create(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul descriptor");
+  if (s.bias || s.relu) {
+    const cublasLtEpilogue_t epilogue = s.bias && s.relu ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                        : s.bias         ? CUBLASLT_EPILOGUE_BIAS
+                                                         : CUBLASLT_EPILOGUE_RELU;
+    check(lt.desc_set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue), "epilogue");
+  }
   const cublasOperation_t ta = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, tb = s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   check(lt.desc_set(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transpose A");
   check(lt.desc_set(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transpose B");
   // Each layout is the stored matrix, column-major: rows are our columns.
   check(lt.layout_create(&p->a, type, s.trans_b ? s.k : s.n, s.trans_b ? s.n : s.k, s.ldb), "layout A");
   check(lt.layout_create(&p->b, type, s.trans_a ? s.m : s.k, s.trans_a ? s.k : s.m, s.lda), "layout B");
-  check(lt.layout_create(&p->c, type, s.n, s.m, s.ldc), "layout C");
+  check(lt.layout_create(&p->c, out_type, s.n, s.m, s.ldc), "layout C");
   const auto batch = static_cast<int32_t>(s.batch);
   set_batch(p->a, batch, s.stride_b);
   set_batch(p->b, batch, s.stride_a);
   set_batch(p->c, batch, s.stride_c);
   check(lt.preference_create(&p->preference), "preference");
-  const uint64_t workspace = workspace_bytes_;
+  const uint64_t workspace = s.workspace_bytes;
   check(lt.preference_set(p->preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace),
         "workspace");
   // The heuristic assumes 256-byte aligned matrices unless told otherwise (cuBLASLt's A is our b).
@@ -166,9 +172,11 @@ const CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& s) {
   return *plans_.emplace(s, std::move(p)).first->second;
 }
 
-void CublasLtGemm::gemm(const GemmShape& s, const void* a, const void* b, void* c, cudaStream_t stream) {
+void CublasLtGemm::gemm(const GemmShape& s, const void* a, const void* b, void* c, cudaStream_t stream,
+                        const GemmExtras& extras) {
   KILN_CHECK(s.dtype == DType::F32 || s.dtype == DType::F16, "[cuda] cuBLASLt GEMM of {}: F32 or F16 only",
              dtype_name(s.dtype));
+  KILN_CHECK(s.bias == (extras.bias != nullptr), "[cuda] cuBLASLt GEMM: a bias epilogue needs a bias, and only it");
   KILN_CHECK(s.m >= 0 && s.n >= 0 && s.k >= 1 && s.batch >= 0 && s.batch <= std::numeric_limits<int32_t>::max() &&
                  s.stride_a >= 0 && s.stride_b >= 0 && s.stride_c >= 0,
              "[cuda] cuBLASLt GEMM of m={} n={} k={} batch={}: sizes or batch strides out of range", s.m, s.n, s.k,
@@ -180,12 +188,19 @@ void CublasLtGemm::gemm(const GemmShape& s, const void* a, const void* b, void* 
   if (s.m == 0 || s.n == 0 || s.batch == 0) return;
   const auto size = static_cast<int64_t>(dtype_size(s.dtype));
   const int64_t batched = s.batch > 1 ? size : 0;  // strides move nothing in a batch of one
-  const std::array<uint32_t, 3> align = {alignment(a, s.stride_a * batched), alignment(b, s.stride_b * batched),
-                                         alignment(c, s.stride_c * batched)};
+  const void* c_in = extras.c_in ? extras.c_in : c;
+  const int64_t c_batched = s.batch > 1 ? (s.out_f32 ? 4 : size) : 0;
+  const std::array<uint32_t, 3> align = {
+      alignment(a, s.stride_a * batched), alignment(b, s.stride_b * batched),
+      std::min(alignment(c, s.stride_c * c_batched), alignment(c_in, s.stride_c * c_batched))};
+  void* workspace = extras.workspace ? extras.workspace : workspace_;
+  const size_t workspace_bytes = extras.workspace ? extras.workspace_bytes : workspace_bytes_;
   const Plan& p = plan_for({s.dtype, s.m, s.n, s.k, s.trans_a, s.trans_b, s.lda, s.ldb, s.ldc, s.batch, s.stride_a,
-                            s.stride_b, s.stride_c, align});
-  check(api().matmul(handle_, p.op, &s.alpha, b, p.a, a, p.b, &s.beta, c, p.c, c, p.c, &p.algo, workspace_,
-                     workspace_bytes_, stream),
+                            s.stride_b, s.stride_c, align, s.out_f32, s.bias, s.relu, workspace_bytes});
+  if (s.bias)  // per call: plans are shared by layers of one shape
+    check(api().desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &extras.bias, sizeof extras.bias), "bias");
+  check(api().matmul(handle_, p.op, &s.alpha, b, p.a, a, p.b, &s.beta, c_in, p.c, c, p.c, &p.algo, workspace,
+                     workspace_bytes, stream),
         "matmul");
 }
 

@@ -37,6 +37,20 @@ struct GemmShape {
   int64_t batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
   float alpha = 1.0f, beta = 0.0f;  // beta 0: c is only written
+  // Dense layers: c of F32 while a and b are F16 (or as dtype: F16), and cuBLASLt's epilogue
+  // adding a bias [n] of c's type to every row (GemmExtras::bias), then ReLU.
+  bool out_f32 = false;
+  bool bias = false, relu = false;
+};
+
+// What a call may add to its shape: the bias (with GemmShape::bias); the matrix beta scales when
+// it is not c itself (c = alpha op(a) op(b) + beta c_in, same layout as c); and workspace memory
+// the caller owns, used instead of the instance's.
+struct GemmExtras {
+  const void* bias = nullptr;
+  const void* c_in = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
 };
 
 // A cuBLASLt handle, a workspace and, per shape, the descriptors and the algorithm cuBLASLt's
@@ -52,7 +66,8 @@ class CublasLtGemm {
   // Queues the product on `stream`; k >= 1. The first call for a shape and pointer alignment
   // makes its descriptors and runs the heuristic: host-only work, allowed while the stream is
   // being captured into a CUDA graph. Fails ("[cuda] ...") on an invalid shape or a cuBLASLt error.
-  void gemm(const GemmShape& shape, const void* a, const void* b, void* c, cudaStream_t stream);
+  void gemm(const GemmShape& shape, const void* a, const void* b, void* c, cudaStream_t stream,
+            const GemmExtras& extras = {});
 
  private:
   struct Plan;
@@ -64,6 +79,8 @@ class CublasLtGemm {
     bool trans_a, trans_b;
     int64_t lda, ldb, ldc, batch, stride_a, stride_b, stride_c;
     std::array<uint32_t, 3> align;
+    bool out_f32, bias, relu;
+    size_t workspace_bytes;
     auto operator<=>(const Key&) const = default;
   };
   const Plan& plan_for(const Key& key);

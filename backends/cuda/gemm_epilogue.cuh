@@ -17,6 +17,18 @@ __device__ __forceinline__ void store_outputs(const GemmArgs& p, int gm, int gn,
   }
 #pragma unroll
   for (int e = 0; e < 8; ++e) v[e] = activate(v[e], p.act);
+  if (p.out_cols) {  // rows of out_cols outputs, not 16-byte aligned: element by element
+    const int64_t at = static_cast<int64_t>(gm) * p.out_cols + gn;
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      if (gn + e < p.out_cols) {
+        if constexpr (kOutF32)
+          static_cast<float*>(p.out)[at + e] = v[e];
+        else
+          static_cast<__half*>(p.out)[at + e] = __float2half_rn(v[e]);
+      }
+    return;
+  }
   const int64_t off = static_cast<int64_t>(gm) * p.n + gn;
   if constexpr (kResidual) {
     Half8 r;

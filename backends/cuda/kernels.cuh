@@ -38,6 +38,9 @@ struct GemmArgs {
   void* out = nullptr;
   bool out_f32 = false;
   int m = 0, n = 0, k = 0, rows_per_image = 1;
+  // When nonzero (fp32 or fp16 output, no residual): the output's columns, fewer than n (a
+  // vocabulary of 58101 computed as 58104), stored element by element into rows of that length.
+  int out_cols = 0;
   Act act = Act::None;
   float* workspace = nullptr;  // split-K partial sums (see gemm_workspace_bytes)
   int splits = 1;              // set by the split-K variants themselves

@@ -1,13 +1,16 @@
 // linear and mlp on the GPU. An fp16 layer whose input size is a multiple of 8 is a tensor-core
 // GEMM (gemm.cu: tile variants timed per layer; residual and f32 output in the epilogue); an
-// output size that is not (a vocabulary of 58101) is padded to one with zero weights, the GEMM
-// writing a scratch buffer whose valid columns are then copied out. Any other layer runs the
+// output size that is not (a vocabulary of 58101) is padded to one with zero weights, the
+// epilogue storing only the valid columns (out_cols). cuBLASLt is one more variant where its
+// epilogue can do the layer (bias, ReLU, the residual as its C; not SiLU or kiln's exact GELU):
+// at a decoder step's few rows its split-K kernels can beat the tiles. Any other layer runs the
 // small dense kernel (one thread per output). An mlp (two layers on few rows: squeeze-excite)
 // is one kernel (mlp.cu).
 #include <algorithm>
+#include <memory>
 #include <optional>
 
-#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cublaslt_gemm.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/kernels.cuh"
 #include "core/error.h"
@@ -63,19 +66,26 @@ class LinearKernel : public Kernel {
       b.resize(static_cast<size_t>(n_), 0.0f);
       bias_ = c.weights.add_f32(b);
       has_bias_ = true;
+      // cuBLASLt's bias has the output's type.
+      if (gemm_ && out_ == DType::F16) lt_bias_ = c.weights.add_f16(b);
     }
+    lt_fits_ = gemm_ && (act_ == cuda::Act::None || act_ == cuda::Act::ReLU);
   }
 
-  int variants() const override { return gemm_ ? cuda::kGemmVariants : 1; }
-  std::string variant_name(int v) const override { return gemm_ ? cuda::gemm_variant_name(v) : "default"; }
+  int variants() const override { return gemm_ ? kLtVariant + 1 : 1; }
+  std::string variant_name(int v) const override {
+    return !gemm_ ? "default" : v == kLtVariant ? "cublaslt" : cuda::gemm_variant_name(v);
+  }
   bool variant_runs(const KernelArgs& a, int v) const override {
+    if (v == kLtVariant) return lt_fits_;
     return !gemm_ || cuda::gemm_variant_supports(gemm_args(a), v);
   }
   int default_variant(const KernelArgs& a) const override {
     return gemm_ ? cuda::gemm_default_variant(gemm_args(a)) : 0;
   }
   size_t workspace_bytes(const KernelArgs& a, int v) const override {
-    return gemm_ ? padded_offset(a, v) + padded_bytes(a) : 0;
+    if (v == kLtVariant) return kLtWorkspace;
+    return gemm_ ? cuda::gemm_workspace_bytes(gemm_args(a), v) : 0;
   }
   bool packs_input(int slot) const override { return slot == linear_input::Weight || slot == linear_input::Bias; }
   std::string describe() const override {
@@ -86,15 +96,9 @@ class LinearKernel : public Kernel {
 
   void run(const KernelArgs& a, int variant) override {
     using namespace linear_input;
+    if (gemm_ && variant == kLtVariant) return run_cublaslt(a);
     if (gemm_) {
-      cuda::GemmArgs g = gemm_args(a);
-      if (n_ != w_shape_[0]) g.out = static_cast<char*>(a.workspace) + padded_offset(a, variant);
-      cuda::launch_gemm(g, variant, stream_of(a));
-      if (n_ != w_shape_[0]) {
-        const size_t e = out_ == DType::F32 ? 4 : 2;
-        KILN_CUDA_CHECK(cudaMemcpy2DAsync(a.outputs[0].data, w_shape_[0] * e, g.out, n_ * e, w_shape_[0] * e,
-                                          static_cast<size_t>(g.m), cudaMemcpyDeviceToDevice, stream_of(a)));
-      }
+      cuda::launch_gemm(gemm_args(a), variant, stream_of(a));
       return;
     }
     cuda::LinearSmallArgs s;
@@ -113,15 +117,34 @@ class LinearKernel : public Kernel {
   }
 
  private:
+  static constexpr int kLtVariant = cuda::kGemmVariants;
+  static constexpr size_t kLtWorkspace = size_t{4} << 20;  // enough for split-K at a few hundred rows
+
   const float* bias() const { return has_bias_ ? weights_.get<float>(bias_) : nullptr; }
 
-  // With padded outputs the GEMM writes [m, n_] into the workspace after its own scratch.
-  size_t padded_offset(const KernelArgs& a, int v) const {
-    return (cuda::gemm_workspace_bytes(gemm_args(a), v) + 255) / 256 * 256;
-  }
-  size_t padded_bytes(const KernelArgs& a) const {
-    if (n_ == w_shape_[0]) return 0;
-    return static_cast<size_t>(a.inputs[linear_input::X].numel() / w_shape_[1] * n_) * (out_ == DType::F32 ? 4 : 2);
+  void run_cublaslt(const KernelArgs& a) {
+    using namespace linear_input;
+    if (!lt_) lt_ = std::make_unique<CublasLtGemm>(0);  // the engine's workspace serves it
+    GemmShape s;
+    s.dtype = DType::F16;
+    s.k = w_shape_[1];
+    s.n = w_shape_[0];
+    s.m = a.inputs[X].numel() / s.k;
+    s.trans_b = true;
+    s.lda = s.ldb = s.k;
+    s.ldc = s.n;
+    s.out_f32 = out_ == DType::F32;
+    s.bias = has_bias_;
+    s.relu = act_ == cuda::Act::ReLU;
+    GemmExtras e;
+    if (has_bias_) e.bias = s.out_f32 ? static_cast<const void*>(bias()) : weights_.at(lt_bias_);
+    if (a.inputs.size() > Residual && a.inputs[Residual].data) {
+      e.c_in = a.inputs[Residual].data;
+      s.beta = 1.0f;
+    }
+    e.workspace = a.workspace;
+    e.workspace_bytes = kLtWorkspace;
+    lt_->gemm(s, a.inputs[X].data, weights_.at(weight_), a.outputs[0].data, stream_of(a), e);
   }
 
   cuda::GemmArgs gemm_args(const KernelArgs& a) const {
@@ -136,6 +159,7 @@ class LinearKernel : public Kernel {
     g.out_f32 = out_ == DType::F32;
     g.k = static_cast<int>(w_shape_[1]);
     g.n = static_cast<int>(n_);
+    if (n_ != w_shape_[0]) g.out_cols = static_cast<int>(w_shape_[0]);
     g.m = static_cast<int>(a.inputs[X].numel() / g.k);
     g.rows_per_image = 1;
     g.act = act_;
@@ -144,7 +168,9 @@ class LinearKernel : public Kernel {
   }
 
   CudaWeights& weights_;
-  bool gemm_ = false, has_bias_ = false, residual_ = false;
+  bool gemm_ = false, has_bias_ = false, residual_ = false, lt_fits_ = false;
+  size_t lt_bias_ = 0;                 // the bias as fp16, for cuBLASLt's fp16 outputs
+  std::unique_ptr<CublasLtGemm> lt_;  // made when the planner first tries cuBLASLt
   Shape w_shape_;
   int64_t n_ = 0;  // outputs the GEMM computes: w_shape_[0] rounded up to 8
   cuda::Act act_ = cuda::Act::None;
