@@ -169,7 +169,7 @@ class LinearKernel : public Kernel {
 
   CudaWeights& weights_;
   bool gemm_ = false, has_bias_ = false, residual_ = false, lt_fits_ = false;
-  size_t lt_bias_ = 0;                 // the bias as fp16, for cuBLASLt's fp16 outputs
+  size_t lt_bias_ = 0;                // the bias as fp16, for cuBLASLt's fp16 outputs
   std::unique_ptr<CublasLtGemm> lt_;  // made when the planner first tries cuBLASLt
   Shape w_shape_;
   int64_t n_ = 0;  // outputs the GEMM computes: w_shape_[0] rounded up to 8
