@@ -45,7 +45,8 @@ struct Api {
 
 // The library of the major version kiln was built against, opened once; where it cannot be
 // opened, making a CublasLtGemm fails with the loader's reason.
-const Api& api() {
+// The library, or nullptr with the reason in *why.
+const Api* loaded_api(const std::string** why) {
   static std::string problem;
   static const Api* loaded = []() -> const Api* {
     const std::string soname = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
@@ -76,7 +77,14 @@ const Api& api() {
     load(a.matmul, "cublasLtMatmul");
     return problem.empty() ? &a : nullptr;
   }();
-  KILN_CHECK(loaded, "[cuda] cuBLASLt could not be loaded: {}", problem);
+  *why = &problem;
+  return loaded;
+}
+
+const Api& api() {
+  const std::string* problem = nullptr;
+  const Api* loaded = loaded_api(&problem);
+  KILN_CHECK(loaded, "[cuda] cuBLASLt could not be loaded: {}", *problem);
   return *loaded;
 }
 
@@ -85,6 +93,11 @@ void check(cublasStatus_t status, const char* what) {
 }
 
 }  // namespace
+
+bool CublasLtGemm::available() {
+  const std::string* problem = nullptr;
+  return loaded_api(&problem) != nullptr;
+}
 
 struct CublasLtGemm::Plan {
   cublasLtMatmulDesc_t op = nullptr;

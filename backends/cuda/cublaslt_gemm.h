@@ -59,6 +59,8 @@ struct GemmExtras {
 class CublasLtGemm {
  public:
   explicit CublasLtGemm(size_t workspace_bytes = size_t{32} << 20);
+  // Whether the library can be opened here (making an instance fails where it cannot).
+  static bool available();
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;

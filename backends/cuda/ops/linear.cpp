@@ -69,7 +69,7 @@ class LinearKernel : public Kernel {
       // cuBLASLt's bias has the output's type.
       if (gemm_ && out_ == DType::F16) lt_bias_ = c.weights.add_f16(b);
     }
-    lt_fits_ = gemm_ && (act_ == cuda::Act::None || act_ == cuda::Act::ReLU);
+    lt_fits_ = gemm_ && (act_ == cuda::Act::None || act_ == cuda::Act::ReLU) && CublasLtGemm::available();
   }
 
   int variants() const override { return gemm_ ? kLtVariant + 1 : 1; }
