@@ -43,9 +43,8 @@ struct Api {
   decltype(&cublasLtMatmul) matmul = nullptr;
 };
 
-// The library of the major version kiln was built against, opened once; where it cannot be
-// opened, making a CublasLtGemm fails with the loader's reason.
-// The library, or nullptr with the reason in *why.
+// The library of the major version kiln was built against, opened once, or nullptr with the
+// loader's reason in *why (making a CublasLtGemm then fails with it).
 const Api* loaded_api(const std::string** why) {
   static std::string problem;
   static const Api* loaded = []() -> const Api* {
@@ -210,7 +209,7 @@ void CublasLtGemm::gemm(const GemmShape& s, const void* a, const void* b, void* 
   const size_t workspace_bytes = extras.workspace ? extras.workspace_bytes : workspace_bytes_;
   const Plan& p = plan_for({s.dtype, s.m, s.n, s.k, s.trans_a, s.trans_b, s.lda, s.ldb, s.ldc, s.batch, s.stride_a,
                             s.stride_b, s.stride_c, align, s.out_f32, s.bias, s.relu, workspace_bytes});
-  if (s.bias)  // per call: plans are shared by layers of one shape
+  if (s.bias)  // per call: a plan is kept per shape, and a call of the same shape may bring another bias
     check(api().desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &extras.bias, sizeof extras.bias), "bias");
   check(api().matmul(handle_, p.op, &s.alpha, b, p.a, a, p.b, &s.beta, c_in, p.c, c, p.c, &p.algo, workspace,
                      workspace_bytes, stream),
