@@ -5,15 +5,16 @@
 //   mask (optional): additive, any float type, broadcasts to [B, H, Sq, Sk].
 //   kv_length (optional): i32 or i64 [B], each in [0, Sk]: keys at j >= kv_length[b] are
 //     ignored, so a KV cache can have a fixed capacity Sk and hold L = kv_length[b] keys.
-//   kv_rows (optional): i32 or i64 [B, Sk], each in [0, B): key and value j of batch row b are
-//     those of batch row kv_rows[b, j] (same head, same position j). Beam search keeps one KV
+//   kv_rows (optional): i32 or i64 [B, Sk]: key and value j of batch row b are those of batch
+//     row kv_rows[b, j] (same head, same position j), which must be in [0, B) for the positions
+//     below kv_length[b] (the others are not read). Beam search keeps one KV
 //     cache row per beam and, when beams are reordered, rewrites this table of where each
 //     position of a beam's history lives instead of moving the cache rows themselves.
 //   scale: 0 (the default) means 1 / sqrt(D).
 //   causal: query i sees key j only if j <= i + (L - Sq), L being kv_length[b] or Sk: the
 //     queries are the last Sq positions of the L, so a decoder step (Sq = 1) sees all L keys.
 // A query that can see no key (all masked) gives zeros, as softmax does for a -inf row.
-// Decomposition (no kv_length, H == Hkv): matmul(q, k, transpose_b, alpha=scale) -> add mask
+// Decomposition (no kv_length or kv_rows, H == Hkv): matmul(q, k, transpose_b, alpha=scale) -> add mask
 // (and a 0 / -inf causal mask) -> softmax -> matmul(., v).
 #include <cmath>
 
