@@ -2,6 +2,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "backends/engine.h"
 #include "bundle/bundle.h"
@@ -12,6 +13,7 @@
 #include "graph/family_registry.h"
 #include "kiln/kiln.h"
 #include "quantize/calibrate.h"
+#include "quantize/calibrate_text.h"
 #include "quantize/recipe.h"
 #include "tasks/classification/preprocess.h"
 
@@ -98,7 +100,7 @@ Status build(const std::string& source, const std::string& output_path, const Bu
     KILN_CHECK(options.precision == "fp8" || (options.recipe.empty() && options.calib.empty()),
                "[build] --recipe and --calib apply to --precision fp8");
     KILN_CHECK(options.precision != "fp8" || !options.calib.empty(),
-               "[build] --precision fp8 needs calibration images: --calib SRC");
+               "[build] --precision fp8 needs calibration data: --calib SRC (images, or a text file for text models)");
     KILN_CHECK(!options.batch_sizes.empty(), "[build] no batch sizes given");
     for (int b : options.batch_sizes)
       KILN_CHECK(b >= 1 && b <= bundle::kMaxBatchSize, "[build] batch size {} is out of range", b);
@@ -124,12 +126,19 @@ Status build(const std::string& source, const std::string& output_path, const Bu
       auto t0 = std::chrono::steady_clock::now();
       QuantRecipe recipe = load_recipe(def, options.recipe);
       recipe_name = recipe.name;
-      auto pre = classification::PreprocessConfig::from_json(def.task_config.at("preprocess"));
-      auto layers = select_fp8_layers(def.graph(), recipe);
+      auto layers = select_fp8_layers(def, recipe);
       KILN_CHECK(!layers.empty(), "[build] recipe {} selects no layer of {}", recipe.name, def.architecture);
       CalibrationOptions calib{options.calib, options.calib_samples, options.calib_method};
-      apply_fp8(def, layers, calibrate_activations(def, node_indices(layers), pre, recipe, calib));
-      fp8_layers = static_cast<int>(layers.size());
+      // Text models calibrate on sentences, image models on images.
+      const bool text = def.task == "translation" || def.task == "summarization";
+      apply_fp8(def, layers,
+                text ? calibrate_text_activations(def, layers, recipe, calib)
+                     : calibrate_activations(
+                           def, layers, classification::PreprocessConfig::from_json(def.task_config.at("preprocess")),
+                           recipe, calib));
+      std::set<std::string> distinct;  // a layer held by several graphs counts once
+      for (const auto& l : layers) distinct.insert(l.weight);
+      fp8_layers = static_cast<int>(distinct.size());
       info.options["quantization"] = {
           {"recipe", recipe.source},
           {"calibration",

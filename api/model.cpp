@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 
+#include "api/model_access.h"
 #include "api/model_info.h"
 #include "backends/engine.h"
 #include "bundle/bundle.h"
@@ -19,16 +20,30 @@ struct Model::Impl {
   std::shared_ptr<StateStore> states = std::make_shared<StateStore>();
   std::map<std::string, std::unique_ptr<Engine>> engines;
   std::map<std::string, GraphTime> times;
+  ModelAccess::Observer observer;
 
   const std::string& graph_name(const std::string& g) const { return g.empty() ? bundle->main_graph() : g; }
   Engine& engine(const std::string& g) {
     const std::string& name = graph_name(g);
     auto& e = engines[name];
-    if (!e)
+    if (!e) {
       e = std::make_unique<Engine>(bundle->graph(name), bundle->constants(), bundle->engine_options(device), states);
+      if (observer) observe(name, *e);
+    }
     return *e;
   }
+  void observe(const std::string& name, Engine& e) {
+    const Graph& g = bundle->graph(name);
+    e.set_observer(
+        [this, &g, name](int node, const float* x, int64_t count) { observer(name, g.nodes()[node].name, x, count); });
+  }
 };
+
+void ModelAccess::observe(Model& model, Observer observer) {
+  Model::Impl& i = *model.impl_;
+  i.observer = std::move(observer);
+  for (auto& [name, e] : i.engines) i.observe(name, *e);
+}
 
 Model::Model() : impl_(std::make_unique<Impl>()) {}
 Model::~Model() = default;

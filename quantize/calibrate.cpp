@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "backends/engine.h"
 #include "core/error.h"
@@ -10,6 +11,7 @@
 #include "core/progress.h"
 #include "datasets/image_dataset.h"
 #include "graph/ops/conv2d.h"
+#include "graph/ops/linear.h"
 
 namespace kiln {
 
@@ -25,6 +27,7 @@ float bin_value(size_t b) {  // the centre of a bin: its 13 top bits plus half o
 }  // namespace
 
 void AbsHistogram::add(const float* x, int64_t n) {
+  seen += static_cast<uint64_t>(n);
   for (int64_t i = 0; i < n; ++i) {
     uint32_t bits;
     std::memcpy(&bits, x + i, 4);
@@ -72,19 +75,31 @@ float AbsHistogram::clip(const std::string& method, double percentile) const {
   return best;
 }
 
-std::map<int, float> calibrate_activations(const ModelDefinition& def, const std::vector<int>& nodes,
-                                           const classification::PreprocessConfig& pre, const QuantRecipe& recipe,
-                                           const CalibrationOptions& o) {
+Fp8Clips clips_of(const std::map<std::string, AbsHistogram>& hist, const QuantRecipe& recipe,
+                  const CalibrationOptions& o) {
+  const std::string method = o.method.empty() ? recipe.calib_method : o.method;
+  Fp8Clips clips;
+  for (const auto& [layer, h] : hist) clips[layer] = h.clip(method, recipe.percentile);
+  return clips;
+}
+
+Fp8Clips calibrate_activations(const ModelDefinition& def, const std::vector<Fp8Layer>& layers,
+                               const classification::PreprocessConfig& pre, const QuantRecipe& recipe,
+                               const CalibrationOptions& o) {
   KILN_CHECK(o.samples > 0, "[calibrate] --calib-samples must be at least 1");
   // The CPU reference engine runs the graph as built (no rewrites), so its node indices are the
   // graph's and every node's input is observed as the graph computes it (the fast kernels would
   // see a conv's input before its fused squeeze-excite gate).
   Engine engine(def.graph(), def.constants(), EngineOptions{"cpu-reference"});
-  std::map<int, AbsHistogram> hist;
-  for (int n : nodes) hist[n];
+  std::map<std::string, AbsHistogram> hist;
+  std::map<int, AbsHistogram*> by_node;
+  for (const auto& l : layers) {
+    KILN_CHECK(l.graph == "main", "[calibrate] layer {} is not in the image model's main graph", l.weight);
+    by_node[l.node] = &hist[l.weight];
+  }
   engine.set_observer([&](int node, const float* x, int64_t count) {
-    auto it = hist.find(node);
-    if (it != hist.end()) it->second.add(x, count);
+    auto it = by_node.find(node);
+    if (it != by_node.end()) it->second->add(x, count);
   });
   auto dataset = open_image_dataset(o.data);
   const size_t per = static_cast<size_t>(pre.channels) * pre.height * pre.width;
@@ -115,39 +130,64 @@ std::map<int, float> calibrate_activations(const ModelDefinition& def, const std
   }
   bar.finish();
   KILN_CHECK(done > 0, "[calibrate] {} holds no images", o.data);
-  const std::string method = o.method.empty() ? recipe.calib_method : o.method;
-  std::map<int, float> clips;
-  for (const auto& [node, h] : hist) clips[node] = h.clip(method, recipe.percentile);
-  return clips;
+  return clips_of(hist, recipe, o);
 }
 
-void apply_fp8(ModelDefinition& def, const std::vector<Fp8Layer>& layers, const std::map<int, float>& clips) {
-  Graph& g = def.graph();
+namespace {
+
+// Per-output-channel E4M3: w becomes its E4M3 values, the result its scales amax / 448.
+Tensor quantize_weight(Tensor& w) {
+  const int64_t out = w.dim(0), per_out = w.numel() / out;
+  Tensor scale({out});
+  for (int64_t o = 0; o < out; ++o) {
+    float amax = 0;
+    for (int64_t k = 0; k < per_out; ++k) amax = std::max(amax, std::fabs(w.data[o * per_out + k]));
+    scale.data[o] = amax > 0 ? amax / kE4M3Max : 1.0f;
+    for (int64_t k = 0; k < per_out; ++k)
+      w.data[o * per_out + k] = round_to_e4m3(w.data[o * per_out + k] / scale.data[o]);
+  }
+  return scale;
+}
+
+}  // namespace
+
+void apply_fp8(ModelDefinition& def, const std::vector<Fp8Layer>& layers, const Fp8Clips& clips) {
+  // A weight the recipe turns into E4M3 must not be read by a node that stays in higher precision.
+  std::set<std::pair<std::string, int>> fp8_nodes;
+  std::set<std::string> fp8_weights;
+  for (const auto& l : layers)
+    if (l.weights) {
+      fp8_nodes.insert({l.graph, l.node});
+      fp8_weights.insert(l.weight);
+    }
+  for (const auto& [name, g] : def.graphs)
+    for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i)
+      if (!fp8_nodes.count({name, i}))
+        for (int v : g.nodes()[i].inputs)
+          KILN_CHECK(v < 0 || g.values()[v].kind != ValueKind::Constant || !fp8_weights.count(g.values()[v].name),
+                     "[quantize] weight {} is also read by {} of graph {}, which the recipe leaves unquantised",
+                     g.values()[v].name, g.nodes()[i].name, name);
+  std::set<std::string> quantized;
   for (const auto& layer : layers) {
+    Graph& g = def.graph(layer.graph);
     const int i = layer.node;
-    Node& n = g.node(i);
-    KILN_CHECK(n.op == "conv2d", "[quantize] {} is not a conv", n.name);
-    const float clip = clips.at(i);
-    n.attrs.set("input_scale", static_cast<double>(clip > 0 ? clip / kE4M3Max : 1.0f));
+    const Node& n = g.node(i);
+    KILN_CHECK(n.op == "conv2d" || n.op == "linear", "[quantize] {} is neither a conv nor a linear", n.name);
+    static_assert(conv2d_input::Weight == linear_input::Weight);
+    const auto clip_it = clips.find(layer.weight);
+    KILN_CHECK(clip_it != clips.end(), "[quantize] {}: no calibrated range", n.name);
+    const float clip = clip_it->second;
+    g.node(i).attrs.set("input_scale", static_cast<double>(clip > 0 ? clip / kE4M3Max : 1.0f));
     if (layer.weights) {
-      Value& wv = g.value(n.inputs[conv2d_input::Weight]);
-      Tensor& w = def.weights.at(wv.name);
-      const int64_t out = w.dim(0), per_out = w.numel() / out;
-      Tensor scale({out});
-      for (int64_t o = 0; o < out; ++o) {
-        float amax = 0;
-        for (int64_t k = 0; k < per_out; ++k) amax = std::max(amax, std::fabs(w.data[o * per_out + k]));
-        scale.data[o] = amax > 0 ? amax / kE4M3Max : 1.0f;
-        for (int64_t k = 0; k < per_out; ++k)
-          w.data[o * per_out + k] = round_to_e4m3(w.data[o * per_out + k] / scale.data[o]);
-      }
-      wv.dtype = DType::F8E4M3;
-      const std::string scale_name = wv.name + "_scale";
-      def.weights[scale_name] = std::move(scale);
-      const int s = g.add_constant(scale_name, DType::F32, {out});
+      const std::string scale_name = layer.weight + "_scale";
+      if (quantized.insert(layer.weight).second)
+        def.weights[scale_name] = quantize_weight(def.weights.at(layer.weight));
+      const int s = g.add_constant(scale_name, DType::F32, {def.weights.at(scale_name).dim(0)});
       Node& node = g.node(i);  // add_constant may have moved the values, not the nodes
-      if (node.inputs.size() <= conv2d_input::WeightScale) node.inputs.resize(conv2d_input::WeightScale + 1, -1);
-      node.inputs[conv2d_input::WeightScale] = s;
+      g.value(node.inputs[conv2d_input::Weight]).dtype = DType::F8E4M3;
+      const int slot = node.op == "conv2d" ? conv2d_input::WeightScale : linear_input::WeightScale;
+      if (static_cast<int>(node.inputs.size()) <= slot) node.inputs.resize(slot + 1, -1);
+      node.inputs[slot] = s;
     }
     g.refresh_dtypes(i);
   }

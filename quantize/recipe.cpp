@@ -1,10 +1,13 @@
 #include "quantize/recipe.h"
 
+#include <fnmatch.h>
+
 #include <set>
 
 #include "core/error.h"
 #include "core/json_int.h"
 #include "graph/ops/conv2d.h"
+#include "graph/ops/linear.h"
 
 namespace kiln {
 
@@ -31,11 +34,18 @@ QuantRecipe parse_recipe(const nlohmann::json& j, const std::string& where) {
     const auto& layers = j.at("layers");
     KILN_CHECK(layers.is_array() && !layers.empty(), "[recipe] {}: 'layers' must be a non-empty list", where);
     for (const auto& l : layers) {
-      only_keys(l, {"kind", "min_spatial", "channels", "quantize"}, where + " layers");
       QuantRule rule;
       rule.kind = l.at("kind").get<std::string>();
-      KILN_CHECK(rule.kind == "pointwise" || rule.kind == "depthwise" || rule.kind == "conv",
-                 "[recipe] {}: layer kind '{}' is not pointwise, depthwise or conv", where, rule.kind);
+      KILN_CHECK(rule.kind == "pointwise" || rule.kind == "depthwise" || rule.kind == "conv" || rule.kind == "linear",
+                 "[recipe] {}: layer kind '{}' is not pointwise, depthwise, conv or linear", where, rule.kind);
+      if (rule.kind == "linear") {
+        only_keys(l, {"kind", "match"}, where + " linear layers");
+        rule.match = l.value("match", std::string("*"));
+        KILN_CHECK(!rule.match.empty() && rule.match.size() <= 256, "[recipe] {}: bad match pattern", where);
+        r.layers.push_back(rule);
+        continue;
+      }
+      only_keys(l, {"kind", "min_spatial", "channels", "quantize"}, where + " layers");
       if (l.contains("min_spatial"))
         rule.min_spatial =
             static_cast<int>(json_int(l["min_spatial"], 1, 1 << 20, "[recipe] " + where + " min_spatial"));
@@ -81,36 +91,45 @@ bool reads_graph_input(const Graph& g, int value, const std::vector<int>& produc
 
 }  // namespace
 
-std::vector<Fp8Layer> select_fp8_layers(const Graph& graph, const QuantRecipe& recipe) {
-  const auto shapes = graph.infer_shapes(graph.example_bindings());
-  const auto producers = graph.producers();
+std::vector<Fp8Layer> select_fp8_layers(const ModelDefinition& def, const QuantRecipe& recipe) {
   std::vector<Fp8Layer> out;
-  const auto& nodes = graph.nodes();
-  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
-    const Node& n = nodes[i];
-    if (n.op != "conv2d" || reads_graph_input(graph, n.inputs[conv2d_input::X], producers)) continue;
-    const Shape& w = shapes[n.inputs[conv2d_input::Weight]];
-    const Conv2dParams p = conv2d_params(n, w);
-    const int64_t cin = w[3] * p.groups, cout = w[0];
-    const bool pointwise = is_pointwise(p), depthwise = is_depthwise(p, w);
-    const Shape& y = shapes[n.outputs[0]];
-    for (const auto& rule : recipe.layers) {
-      bool kind =
-          rule.kind == "conv" || (rule.kind == "pointwise" && pointwise) || (rule.kind == "depthwise" && depthwise);
-      kind = kind && (rule.channels == "any" || (rule.channels == "expand" && cout > cin) ||
-                      (rule.channels == "reduce" && cout < cin));
-      if (kind && y[1] >= rule.min_spatial && y[2] >= rule.min_spatial) {
-        out.push_back({i, rule.weights});
-        break;
+  for (const auto& [name, graph] : def.graphs) {
+    const auto shapes = graph.infer_shapes(graph.example_bindings());
+    const auto producers = graph.producers();
+    const auto& nodes = graph.nodes();
+    for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+      const Node& n = nodes[i];
+      if (n.op != "conv2d" && n.op != "linear") continue;
+      static_assert(conv2d_input::X == linear_input::X && conv2d_input::Weight == linear_input::Weight);
+      if (reads_graph_input(graph, n.inputs[conv2d_input::X], producers)) continue;
+      const int weight = n.inputs[conv2d_input::Weight];
+      if (graph.values()[weight].kind != ValueKind::Constant) continue;
+      const Fp8Layer layer{name, i, true, graph.values()[weight].name};
+      if (n.op == "linear") {
+        for (const auto& rule : recipe.layers)
+          if (rule.kind == "linear" && fnmatch(rule.match.c_str(), n.name.c_str(), 0) == 0) {
+            out.push_back(layer);
+            break;
+          }
+        continue;
+      }
+      const Shape& w = shapes[weight];
+      const Conv2dParams p = conv2d_params(n, w);
+      const int64_t cin = w[3] * p.groups, cout = w[0];
+      const bool pointwise = is_pointwise(p), depthwise = is_depthwise(p, w);
+      const Shape& y = shapes[n.outputs[0]];
+      for (const auto& rule : recipe.layers) {
+        bool kind =
+            rule.kind == "conv" || (rule.kind == "pointwise" && pointwise) || (rule.kind == "depthwise" && depthwise);
+        kind = kind && (rule.channels == "any" || (rule.channels == "expand" && cout > cin) ||
+                        (rule.channels == "reduce" && cout < cin));
+        if (kind && y[1] >= rule.min_spatial && y[2] >= rule.min_spatial) {
+          out.push_back({name, i, rule.weights, layer.weight});
+          break;
+        }
       }
     }
   }
-  return out;
-}
-
-std::vector<int> node_indices(const std::vector<Fp8Layer>& layers) {
-  std::vector<int> out;
-  for (const auto& l : layers) out.push_back(l.node);
   return out;
 }
 

@@ -4,8 +4,12 @@
 //   {"name": "fp8-pointwise", "description": "...", "format": "e4m3",
 //    "weights": "per_output_channel", "activations": "per_tensor_static",
 //    "layers": [{"kind": "pointwise", "min_spatial": 2, "channels": "any" | "expand" | "reduce",
-//                "quantize": "input_and_weights" | "input"}],
+//                "quantize": "input_and_weights" | "input"},
+//               {"kind": "linear", "match": "*.fc1"}],
 //    "calibration": {"method": "max" | "percentile" | "mse", "percentile": 99.99}}
+//
+// A "linear" rule selects the dense layers (in every graph of the model) whose node name matches
+// the glob (fnmatch; default "*"); linears quantise input and weights together.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -13,12 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "graph/graph.h"
+#include "graph/model_definition.h"
 
 namespace kiln {
 
 struct QuantRule {
-  std::string kind;              // "pointwise" (1x1, groups 1), "depthwise" (groups = channels), "conv" (any conv2d)
+  std::string kind;              // "pointwise" (1x1, groups 1), "depthwise" (groups = channels), "conv" (any conv2d),
+                                 // "linear"
+  std::string match = "*";       // linear: the node names, a glob
   int min_spatial = 1;           // only layers whose output map is at least this many pixels on each side
   std::string channels = "any";  // "expand": out > in channels; "reduce": out < in; "any"
   bool weights = true;           // "quantize": "input" keeps the weights in higher precision
@@ -33,14 +39,17 @@ struct QuantRecipe {
 };
 
 QuantRecipe parse_recipe(const nlohmann::json& j, const std::string& where);
-// A conv2d node the recipe puts in FP8: its input always, its weights unless the rule says "input".
+// A conv2d or linear node the recipe puts in FP8: its input always, its weights unless the rule
+// says "input".
 struct Fp8Layer {
+  std::string graph;  // the model's graph that holds the node
   int node = -1;
   bool weights = true;
+  std::string weight;  // the weight's constant name: the layer's identity across graphs
 };
-// The conv2d nodes the recipe selects, in graph order, judged by their output sizes at the
-// graph's example sizes (an image model's input size is fixed). The first conv is never selected.
-std::vector<Fp8Layer> select_fp8_layers(const Graph& graph, const QuantRecipe& recipe);
-std::vector<int> node_indices(const std::vector<Fp8Layer>& layers);
+// The nodes the recipe selects, graph by graph (by name) and in graph order; convs judged by
+// their output sizes at the graph's example sizes (an image model's input size is fixed). A conv
+// or linear reading the graph's input (through layout changes only) is never selected.
+std::vector<Fp8Layer> select_fp8_layers(const ModelDefinition& def, const QuantRecipe& recipe);
 
 }  // namespace kiln

@@ -224,7 +224,7 @@ TEST(Cli, StudyComparesRecipes) {
 
 TEST(Cli, UnsupportedPrecisionIsRefused) {
   expect_clean_failure("build " + transplant() + " -o " + work_dir() + "/fp8.bundle --precision fp8",
-                       "needs calibration images");
+                       "needs calibration data");
   expect_clean_failure("build " + transplant() + " -o " + work_dir() +
                            "/fp8.bundle --precision fp8 --recipe nope --calib " +
                            test::data_path("data/imagenet-calib-500"),

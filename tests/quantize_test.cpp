@@ -74,7 +74,7 @@ TEST(Recipe, TheFamilyRecipesSelectTheSeedStudysLayers) {
   EXPECT_EQ(family->info().default_recipe, "fp8-pointwise");
   std::map<std::string, std::vector<Fp8Layer>> selected;
   for (const auto& [name, text] : recipes)
-    selected[name] = select_fp8_layers(def.graph(), parse_recipe(nlohmann::json::parse(text), name));
+    selected[name] = select_fp8_layers(def, parse_recipe(nlohmann::json::parse(text), name));
   EXPECT_EQ(selected["fp8-pointwise"].size(), 32u);  // 15 expand, 16 project and the head conv: the seed study's 32
   EXPECT_EQ(selected["fp8-pointwise-depthwise"].size(), 32u + 16u);
   EXPECT_EQ(selected["fp8-project"].size(), 16u);
@@ -117,7 +117,7 @@ TEST(Fp8, InputOnlyLayersKeepTheirWeightsAndSurviveABundle) {
   ASSERT_GE(dw, 0);
   const std::string weight = g.values()[g.nodes()[dw].inputs[conv2d_input::Weight]].name;
   const std::vector<float> before = def.weights.at(weight).data;
-  apply_fp8(def, {{dw, false}}, {{dw, 3.5f}});
+  apply_fp8(def, {{"main", dw, false, weight}}, {{weight, 3.5f}});
   const Node& n = def.graph().nodes()[dw];
   EXPECT_FLOAT_EQ(n.attrs.get_float("input_scale"), 3.5f / 448);
   EXPECT_EQ(n.input(conv2d_input::WeightScale), -1);
@@ -153,10 +153,10 @@ TEST(Calibration, HistogramClips) {
 TEST(Fp8, CalibratedB0StaysCloseToFp32OnTheCpu) {
   ModelDefinition def = b0(), q = b0();
   QuantRecipe recipe = parse_recipe(seed_recipe(), "seed");
-  auto layers = select_fp8_layers(q.graph(), recipe);
+  auto layers = select_fp8_layers(q, recipe);
   auto pre = classification::PreprocessConfig::from_json(q.task_config["preprocess"]);
   CalibrationOptions calib{test::data_path("data/imagenet-calib-500"), 24, "", 8};
-  apply_fp8(q, layers, calibrate_activations(q, node_indices(layers), pre, recipe, calib));
+  apply_fp8(q, layers, calibrate_activations(q, layers, pre, recipe, calib));
   int fp8 = 0;
   const Graph& qg = q.graph();
   for (const auto& n : qg.nodes()) {

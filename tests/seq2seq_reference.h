@@ -65,6 +65,36 @@ inline std::string seq2seq_bundle(const std::string& checkpoint, const std::stri
   return out;
 }
 
+// An FP8 bundle of the checkpoint (the family's default recipe) calibrated on `sentences`,
+// built into the temporary folder and removed when the process ends.
+inline std::string seq2seq_fp8_bundle(const std::string& checkpoint, const std::vector<std::string>& sentences) {
+  struct Built {
+    std::vector<std::string> paths;
+    ~Built() {
+      std::error_code ec;
+      for (const auto& p : paths) std::filesystem::remove(p, ec);
+    }
+  };
+  static Built built;
+  const std::string stem =
+      (std::filesystem::temp_directory_path() / ("kiln-test-" + std::to_string(getpid()) + "-" + checkpoint + "-fp8"))
+          .string();
+  {
+    std::ofstream calib(stem + ".txt");
+    for (const auto& s : sentences) calib << s << "\n";
+  }
+  built.paths.push_back(stem + ".txt");
+  built.paths.push_back(stem + ".bundle");
+  BuildOptions o;
+  o.precision = "fp8";
+  o.calib = stem + ".txt";
+  o.calib_samples = sentences.size();
+  BuildResult r;
+  const Status s = build(data_path("checkpoints/" + checkpoint), stem + ".bundle", o, &r);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return stem + ".bundle";
+}
+
 // A fixture's reference and CPU generator, loaded once per process by the first test that asks;
 // a bundle that does not build or load fails every test (a failure in SetUpTestSuite would
 // report them as skipped).
@@ -176,6 +206,29 @@ inline int expect_generation(TextGenerator& t, const Seq2SeqReference& ref, cons
     EXPECT_EQ(out[i].text, e[key + "_text"].get<std::string>()) << key << " text of source " << i;
     same += ids_equal;
   }
+  return same;
+}
+
+// Lines [first, last) of a WMT22 text file of the test data.
+inline std::vector<std::string> wmt22_lines(const std::string& file, int first, int last) {
+  std::ifstream in(data_path("data/text/" + file));
+  EXPECT_TRUE(in.good()) << file;
+  std::vector<std::string> out;
+  std::string line;
+  for (int i = 0; i < last && std::getline(in, line); ++i)
+    if (i >= first) out.push_back(line);
+  return out;
+}
+
+// How many of the reference's sources [first, last) generate exactly the reference's `key` ids.
+inline int matching_generations(TextGenerator& t, const Seq2SeqReference& ref, const std::string& key,
+                                const GenerationOptions& options, size_t first, size_t last) {
+  std::vector<GeneratedText> out;
+  const Status s = t.generate_ids(reference_sources(ref), options, &out);
+  EXPECT_TRUE(s.ok()) << s.message();
+  int same = 0;
+  for (size_t i = first; i < last && i < out.size(); ++i)
+    same += out[i].ids == ref.json["examples"][i][key + "_ids"].get<std::vector<int64_t>>();
   return same;
 }
 

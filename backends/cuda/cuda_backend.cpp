@@ -69,6 +69,17 @@ Shape constant_shape(const Graph& g, const Node& n, int slot) {
   return resolve(g.values()[v].shape, {});
 }
 
+int compute_capability() {
+  static const int cc = [] {
+    int device = 0, major = 0, minor = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    return major * 10 + minor;
+  }();
+  return cc;
+}
+
 // --- Packed weights
 
 size_t CudaWeights::reserve(size_t bytes) {

@@ -92,6 +92,8 @@ bool io_types_in(const Graph& g, const Node& n, std::initializer_list<DType> all
 // A constant input's shape (constants have fixed shapes); empty when the slot is absent or not
 // a constant.
 Shape constant_shape(const Graph& g, const Node& n, int slot);
+// The current device's compute capability as major * 10 + minor (89: FP8 conversions).
+int compute_capability();
 
 inline cudaStream_t stream_of(const KernelArgs& a) { return static_cast<cudaStream_t>(a.stream); }
 

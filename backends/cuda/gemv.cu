@@ -9,8 +9,13 @@
 // weights are constants that no kernel writes, so under programmatic dependent launch their
 // reads overlap the previous kernel instead of following it. At one row a decoder step is a chain
 // of such walks over a few MB each, and their load latency was most of their time.
+// FP8 (E4M3 weights, 8 bytes a vector): the same walk over half the bytes; each input vector is
+// rounded to E4M3 at the layer's input scale as it is loaded, each sum multiplied by its column's
+// scale before the epilogue, as the FP8 GEMM tiles do (gemm_mma.cu).
 #include <algorithm>
+#include <type_traits>
 
+#include "backends/cuda/fp8.cuh"
 #include "backends/cuda/gemm_epilogue.cuh"
 #include "backends/cuda/gemv.cuh"
 #include "backends/cuda/launch.cuh"
@@ -27,17 +32,18 @@ constexpr int kRowGroup = 8;  // rows per block
 __host__ __device__ constexpr int max_warps(int rows) { return rows <= 2 ? 16 : rows <= 4 ? 8 : 4; }
 int warps_for(int k, int rows) { return std::clamp((k / 8 + 31) / 32, 2, max_warps(rows)); }
 
-template <int kRows, bool kResidual, bool kOutF32>
+template <int kRows, bool kResidual, bool kOutF32, bool kFp8>
 __global__ void __launch_bounds__(max_warps(kRows) * 32) gemv_kernel(GemmArgs p) {
   const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int n0 = blockIdx.x * kCols, m0 = blockIdx.y * kRowGroup;
   const int vecs = p.k / 8;
-  const auto* w = static_cast<const __half*>(p.w);
-  Half8 wv[kCols];
+  // One vector of 8 weights per output column: 16 bytes of fp16, or 8 of E4M3 (widened at use).
+  using Vec = std::conditional_t<kFp8, uint2, uint4>;
+  const auto* w = static_cast<const Vec*>(p.w);
+  Vec wv[kCols];
   auto load_weights = [&](int c) {
 #pragma unroll
-    for (int j = 0; j < kCols; ++j)
-      wv[j].u = __ldg(reinterpret_cast<const uint4*>(w + static_cast<int64_t>(n0 + j) * p.k) + c);
+    for (int j = 0; j < kCols; ++j) wv[j] = __ldg(w + static_cast<int64_t>(n0 + j) * vecs + c);
   };
   if (static_cast<int>(threadIdx.x) < vecs) load_weights(threadIdx.x);
   wait_for_predecessor();
@@ -48,20 +54,28 @@ __global__ void __launch_bounds__(max_warps(kRows) * 32) gemv_kernel(GemmArgs p)
     if (c != static_cast<int>(threadIdx.x)) load_weights(c);
     Half8 a[kRows];
 #pragma unroll
-    for (int m = 0; m < kRows; ++m)
+    for (int m = 0; m < kRows; ++m) {
       a[m].u = m < rows ? __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(m0 + m) * p.k) + c)
                         : make_uint4(0, 0, 0, 0);
+      if constexpr (kFp8) a[m].u = round_to_e4m3(a[m], p.a_inv_scale);
+    }
 #pragma unroll
-    for (int e = 0; e < 4; ++e)
+    for (int j = 0; j < kCols; ++j) {
+      Half8 wj;
+      if constexpr (kFp8)
+        wj.u = widen_e4m3(wv[j]);
+      else
+        wj.u = wv[j];
 #pragma unroll
-      for (int j = 0; j < kCols; ++j) {
-        const float2 wf = __half22float2(wv[j].h2[e]);
+      for (int e = 0; e < 4; ++e) {
+        const float2 wf = __half22float2(wj.h2[e]);
 #pragma unroll
         for (int m = 0; m < kRows; ++m) {
           const float2 af = __half22float2(a[m].h2[e]);
           acc[m][j] = fmaf(af.x, wf.x, fmaf(af.y, wf.y, acc[m][j]));
         }
       }
+    }
   }
 #pragma unroll
   for (int m = 0; m < kRows; ++m)
@@ -80,37 +94,46 @@ __global__ void __launch_bounds__(max_warps(kRows) * 32) gemv_kernel(GemmArgs p)
     v[j] = 0.0f;
 #pragma unroll
     for (int q = 0; q < warps; ++q) v[j] += partial[q][m][j];
+    if constexpr (kFp8) v[j] *= __ldg(p.col_scale + n0 + j);
   }
   store_outputs<kResidual, kOutF32>(p, m0 + m, n0, v);
 }
 
-template <int kRows>
+template <int kRows, bool kFp8>
 void launch_rows(const GemmArgs& p, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(p.n / kCols), static_cast<unsigned>((p.m + kRowGroup - 1) / kRowGroup));
   const unsigned threads = static_cast<unsigned>(warps_for(p.k, kRows) * 32);
   if (p.out_f32)
-    launch(gemv_kernel<kRows, false, true>, grid, threads, 0, s, p);
+    launch(gemv_kernel<kRows, false, true, kFp8>, grid, threads, 0, s, p);
   else if (p.residual)
-    launch(gemv_kernel<kRows, true, false>, grid, threads, 0, s, p);
+    launch(gemv_kernel<kRows, true, false, kFp8>, grid, threads, 0, s, p);
   else
-    launch(gemv_kernel<kRows, false, false>, grid, threads, 0, s, p);
+    launch(gemv_kernel<kRows, false, false, kFp8>, grid, threads, 0, s, p);
+}
+
+template <bool kFp8>
+void launch_any_rows(const GemmArgs& p, cudaStream_t s) {
+  if (p.m == 1)
+    launch_rows<1, kFp8>(p, s);
+  else if (p.m == 2)
+    launch_rows<2, kFp8>(p, s);
+  else if (p.m <= 4)
+    launch_rows<4, kFp8>(p, s);
+  else
+    launch_rows<8, kFp8>(p, s);
 }
 
 }  // namespace
 
 bool gemv_supports(const GemmArgs& p) {
-  return !p.fp8 && !p.gate && !p.out_e4m3 && p.m >= 1 && p.m <= kGemvMaxRows && p.n % kCols == 0 && p.k % 8 == 0;
+  return !p.gate && !p.out_e4m3 && p.m >= 1 && p.m <= kGemvMaxRows && p.n % kCols == 0 && p.k % 8 == 0;
 }
 
 void launch_gemv(const GemmArgs& p, cudaStream_t s) {
-  if (p.m == 1)
-    launch_rows<1>(p, s);
-  else if (p.m == 2)
-    launch_rows<2>(p, s);
-  else if (p.m <= 4)
-    launch_rows<4>(p, s);
+  if (p.fp8)
+    launch_any_rows<true>(p, s);
   else
-    launch_rows<8>(p, s);
+    launch_any_rows<false>(p, s);
 }
 
 }  // namespace kiln::cuda

@@ -9,7 +9,7 @@
 namespace kiln::cuda {
 
 inline constexpr int kGemvMaxRows = 64;
-bool gemv_supports(const GemmArgs& args);  // fp16 weights, no gate, no E4M3 output, m <= kGemvMaxRows
+bool gemv_supports(const GemmArgs& args);  // fp16 or E4M3 weights, no gate, no E4M3 output, m <= kGemvMaxRows
 void launch_gemv(const GemmArgs& args, cudaStream_t stream);
 
 }  // namespace kiln::cuda

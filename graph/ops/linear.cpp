@@ -1,5 +1,7 @@
 #include "graph/ops/linear.h"
 
+#include <cmath>
+
 #include "core/dtype.h"
 #include "core/error.h"
 #include "graph/graph.h"
@@ -41,19 +43,30 @@ Shape dense(const Node& n, const Shape& x, const std::optional<Shape>& w, const 
 class LinearOp : public OpDef {
  public:
   std::string name() const override { return "linear"; }
-  std::vector<OpInput> inputs() const override { return {{"x"}, {"weight"}, {"bias", true}, {"residual", true}}; }
+  std::vector<OpInput> inputs() const override {
+    return {{"x"}, {"weight"}, {"bias", true}, {"residual", true}, {"weight_scale", true}};
+  }
   std::vector<AttrSpec> attributes() const override {
     return {optional_attr("act", AttrType::String, std::string("none")),
-            optional_attr("out_dtype", AttrType::String, std::string())};
+            optional_attr("out_dtype", AttrType::String, std::string()),
+            optional_attr("input_scale", AttrType::Float, 0.0)};
   }
-  void check_attrs(const Node& n) const override { parse_activation(n.attrs.get_string("act")); }
+  void check_attrs(const Node& n) const override {
+    parse_activation(n.attrs.get_string("act"));
+    const double s = n.attrs.get_float("input_scale");
+    KILN_CHECK(std::isfinite(s) && s >= 0, "[linear] {}: bad input_scale", n.name);
+  }
   std::vector<DType> infer_dtypes(const Node& n, const std::vector<std::optional<DType>>& in) const override {
     using namespace linear_input;
     require_float(in[X], n, "x");
     require_float(in[Weight], n, "weight");
-    KILN_CHECK(*in[X] != DType::F8E4M3 && *in[Weight] != DType::F8E4M3, "[linear] {}: no FP8 linear", n.name);
-    if (opt_dtype(in, Bias)) require_float(opt_dtype(in, Bias), n, "bias");
-    if (opt_dtype(in, Residual)) require_float(opt_dtype(in, Residual), n, "residual");
+    KILN_CHECK(*in[X] != DType::F8E4M3, "[linear] {}: x is f8e4m3 (FP8 layers round their input themselves)", n.name);
+    // Weights and input go to FP8 together: the GPU's FP8 GEMM takes both (graph/ops/linear.h).
+    const bool fp8 = *in[Weight] == DType::F8E4M3;
+    KILN_CHECK(fp8 == opt_dtype(in, WeightScale).has_value() && fp8 == (n.attrs.get_float("input_scale") > 0),
+               "[linear] {}: an f8e4m3 weight goes with weight_scale and input_scale, and only with them", n.name);
+    for (size_t s : {Bias, Residual, WeightScale})
+      if (opt_dtype(in, s)) require_float(opt_dtype(in, s), n, inputs()[s].name.c_str());
     return {output_dtype(n, *in[X])};
   }
   std::vector<Shape> infer_shapes(const Node& n, const std::vector<std::optional<Shape>>& in) const override {
@@ -62,6 +75,9 @@ class LinearOp : public OpDef {
     const auto& r = opt_shape(in, Residual);
     KILN_CHECK(!r || *r == y, "[linear] {}: residual {} is not the output's shape {}", n.name, to_string(*r),
                to_string(y));
+    const auto& s = opt_shape(in, WeightScale);
+    KILN_CHECK(!s || *s == Shape{(*in[Weight])[0]}, "[linear] {}: weight_scale {} is not one per output", n.name,
+               to_string(*s));
     return {y};
   }
 };

@@ -4,12 +4,15 @@
 //           -> act2(act1(x W1^T + b1) W2^T + b2) + residual   (two linears fused: a transformer
 //           feed-forward block, or squeeze-excite's reduce and expand layers)
 // Both take out_dtype (empty: x's dtype).
+// An FP8 linear (quantize/: a recipe's layers) has E4M3 weights with a per-output scale
+// (weight_scale [N]) and input_scale > 0: x is rounded to fp16, then to E4M3 at that scale, and
+// y = act(sum(E4M3 x * E4M3 w) * input_scale * weight_scale + b) + residual (core/fp8.h).
 #pragma once
 
 namespace kiln {
 
 namespace linear_input {
-enum : int { X = 0, Weight, Bias, Residual };
+enum : int { X = 0, Weight, Bias, Residual, WeightScale };
 }
 namespace mlp_input {
 enum : int { X = 0, W1, B1, W2, B2, Residual };

@@ -30,12 +30,16 @@ void fuse_mlp(Graph& g, const RewriteContext& c) {
   std::vector<bool> dead(g.nodes().size(), false);
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& a = g.nodes()[i];
-    if (a.op != "linear" || !c.mine(a) || dead[i] || a.input(linear_input::Residual) >= 0) continue;
+    // FP8 layers stay linears: mlp has no FP8 form.
+    if (a.op != "linear" || !c.mine(a) || dead[i] || a.input(linear_input::Residual) >= 0 ||
+        a.input(linear_input::WeightScale) >= 0)
+      continue;
     const int h = a.outputs[0];
     if (readers[h].size() != 1 || outputs.count(h)) continue;
     const int j = readers[h][0];
     const Node& b = g.nodes()[j];
-    if (b.op != "linear" || !c.mine(b) || b.inputs[linear_input::X] != h) continue;
+    if (b.op != "linear" || !c.mine(b) || b.inputs[linear_input::X] != h || b.input(linear_input::WeightScale) >= 0)
+      continue;
     // One vector per image: every dim but the first and the last is 1.
     const bool pooled = shapes.holds(a.inputs[linear_input::X], [](const Shape& s) {
       for (size_t d = 1; d + 1 < s.size(); ++d)

@@ -125,6 +125,7 @@ class Model {
   std::string task_settings_json() const;
 
  private:
+  friend struct ModelAccess;  // kiln's own tools (FP8 calibration)
   Model();
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -4,6 +4,8 @@
 # Beam 4 at batch 32 (CTranslate2's protocol) over 256 sources, and greedy at batch 1 over 20.
 #   python3 scripts/device/seq2seq_speed.py KILN STAGE OUT {opus-mt-en-de|bart-large-cnn}
 # MODEL_ONLY=1 only writes the random checkpoint to /tmp/<model>-random; PEERS=0 times kiln alone.
+# FP8_RECIPES="fp8-linear ..." also times FP8 bundles of those recipes (plans warm), each calibrated
+# on FP8_CALIB (default 16) WMT22 lines 300 on (documents of three lines for BART), not timed.
 # CPU_THREADS=N then times both on the CPU with N threads (an fp32 kiln bundle on the fast and
 # on the reference kernels; transformers fp32 eager): beam 4 over CPU_SOURCES sources in one
 # batch, greedy over 5 sources one by one.
@@ -122,7 +124,21 @@ runs = [("kiln fp16", lambda b, s, bs: kiln(bundle, s, b, bs)),
         ("kiln fp16 plans warm", lambda b, s, bs: kiln(bundle, s, b, bs, warmup=len(open(s).readlines()))),
         ("transformers fp32", lambda b, s, bs: hf(torch.float32, s, b, bs)),
         ("transformers fp16", lambda b, s, bs: hf(torch.float16, s, b, bs))]
-for label, fn in runs[:2] if os.environ.get("PEERS") == "0" else runs:
+if os.environ.get("PEERS") == "0":
+    runs = runs[:2]
+calib_lines = lines[300:300 + int(os.environ.get("FP8_CALIB", "16")) + 2]
+if kiln_command == "summarize":
+    calib_lines = [" ".join(calib_lines[i:i + 3]) for i in range(len(calib_lines) - 2)]
+open("/tmp/calib.txt", "w").write("\n".join(calib_lines[:int(os.environ.get("FP8_CALIB", "16"))]) + "\n")
+for recipe in os.environ.get("FP8_RECIPES", "").split():
+    fp8_bundle = f"/tmp/{WHICH}-{recipe}.bundle"
+    t = time.time()
+    subprocess.run([KILN, "build", model_dir, "-o", fp8_bundle, "--precision", "fp8", "--recipe", recipe, "--calib",
+                    "/tmp/calib.txt"], check=True, capture_output=True)
+    results[f"kiln_{recipe}_build_s"] = time.time() - t
+    runs.append((f"kiln {recipe} plans warm",
+                 lambda b, s, bs, f=fp8_bundle: kiln(f, s, b, bs, warmup=len(open(s).readlines()))))
+for label, fn in runs:
     beam = fn(4, "/tmp/beam.txt" if label.startswith("kiln") else beam_sources, 32)
     greedy = fn(1, "/tmp/greedy.txt" if label.startswith("kiln") else greedy_sources, 1)
     results[label] = {"beam4_batch32_tokens_per_s": beam, "greedy_batch1_ms_per_token": 1000 / greedy}

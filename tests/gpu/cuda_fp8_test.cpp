@@ -22,9 +22,9 @@ const char* kExpandedRecipe = R"({"name": "t", "layers": [{"kind": "pointwise"},
 
 // Every selected layer clipped at `clip`: small enough that some activations saturate.
 ModelDefinition quantized(ModelDefinition def, const char* recipe, float clip) {
-  auto layers = select_fp8_layers(def.graph(), parse_recipe(nlohmann::json::parse(recipe), "t"));
-  std::map<int, float> clips;
-  for (const auto& l : layers) clips[l.node] = clip;
+  auto layers = select_fp8_layers(def, parse_recipe(nlohmann::json::parse(recipe), "t"));
+  Fp8Clips clips;
+  for (const auto& l : layers) clips[l.weight] = clip;
   apply_fp8(def, layers, clips);
   return def;
 }
@@ -161,10 +161,10 @@ TEST(CudaFp8, CalibratedB0AgreesWithCpuEmulationOnReferenceInputs) {
     if (name != "fp8-pointwise" && name != "fp8-e4m3-expanded") continue;
     ModelDefinition def = family->build(ckpt), fp32 = def;
     QuantRecipe recipe = parse_recipe(nlohmann::json::parse(text), name);
-    auto layers = select_fp8_layers(def.graph(), recipe);
+    auto layers = select_fp8_layers(def, recipe);
     auto pre = classification::PreprocessConfig::from_json(def.task_config["preprocess"]);
     CalibrationOptions calib{test::data_path("data/imagenet-calib-500"), 24, "", 8};
-    apply_fp8(def, layers, calibrate_activations(def, node_indices(layers), pre, recipe, calib));
+    apply_fp8(def, layers, calibrate_activations(def, layers, pre, recipe, calib));
     auto gpu = test::engine(def, "cuda");
     EXPECT_EQ(gpu->cpu_fallback_nodes(), 0);
     const std::vector<float> a = test::logits(*test::engine(def, "cpu"), in), b = test::logits(*gpu, in),

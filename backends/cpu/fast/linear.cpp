@@ -7,7 +7,9 @@
 // OpenBLAS's sgemm was slower than both (bench/cpu/dense_shapes.cpp,
 // bench/results/2026-12-03-cpu-transformer/). Weights that are not constants decline (the
 // reference kernel takes them). The reference's OpenBLAS calls from many threads at once were its
-// problem: on 16 cores squeeze-excite's tiny mlps took 2 ms each.
+// problem: on 16 cores squeeze-excite's tiny mlps took 2 ms each. An FP8 linear computes what
+// the reference's emulation computes: its input rounded the same way (cpu/fp8_input.h), its E4M3
+// weights widened to f32 with their scales once.
 #include <map>
 #include <optional>
 #include <string>
@@ -16,6 +18,7 @@
 
 #include "backends/cpu/activation.h"
 #include "backends/cpu/cpu_kernel.h"
+#include "backends/cpu/fp8_input.h"
 #include "backends/cpu/gemv.h"
 #include "backends/cpu/onednn.h"
 #include "graph/ops/linear.h"
@@ -36,7 +39,8 @@ bool constant(const Graph& g, const Node& n, int slot) {
 // One dense layer: y[rows, out] = act(x[rows, in] W^T + b) (+ residual).
 class Dense {
  public:
-  Dense(const Graph& g, const Node& n, int weight_slot, int bias_slot, Activation act, const ConstantLookup& constants)
+  Dense(const Graph& g, const Node& n, int weight_slot, int bias_slot, Activation act, const ConstantLookup& constants,
+        int scale_slot = -1)
       : act_(act) {
     const Value& w = g.values()[n.inputs[weight_slot]];
     const Shape shape = resolve(w.shape, {});
@@ -44,12 +48,22 @@ class Dense {
     in_ = shape[1];
     weight_ = constants(w.name).to_f32();
     if (n.input(bias_slot) >= 0) bias_ = constants(g.values()[n.inputs[bias_slot]].name).to_f32();
+    if (scale_slot >= 0 && n.input(scale_slot) >= 0) {  // FP8: E4M3 values times their row's scale
+      const std::vector<float> scale = constants(g.values()[n.inputs[scale_slot]].name).to_f32();
+      for (size_t i = 0; i < weight_.size(); ++i) weight_[i] *= scale[i / in_];
+      input_scale_ = static_cast<float>(n.attrs.get_float("input_scale"));
+    }
   }
 
   int64_t in() const { return in_; }
   int64_t out() const { return out_; }
 
   void run(const float* x, float* y, int64_t rows, const float* residual) {
+    if (input_scale_ > 0) {
+      rounded_.assign(x, x + rows * in_);
+      cpu::round_fp8_inputs(rounded_.data(), rows * in_, input_scale_, false);
+      x = rounded_.data();
+    }
     if (rows <= cpu::kGemvMaxRows) {  // a decoder step: stream the weights once (cpu/gemv.h)
       cpu::gemv_rows(x, weight_.data(), y, rows, in_, out_);
       for (int64_t r = 0; r < rows; ++r) {
@@ -128,6 +142,8 @@ class Dense {
 
   Activation act_;
   int64_t in_ = 0, out_ = 0;
+  float input_scale_ = 0;               // > 0: an FP8 layer
+  std::vector<float> rounded_;          // its input on the E4M3 grid
   std::vector<float> weight_, bias_;    // weight_: [N, K] as stored, for gemv_rows and as the source of packed_
   std::optional<memory::desc> layout_;  // what oneDNN picked for the first row count
   std::optional<memory> packed_;        // the weights in layout_, where that is not as stored
@@ -149,12 +165,16 @@ class OnednnLinearKernel : public CpuKernel {
     using namespace linear_input;
     const Node& n = g.nodes()[node];
     const Activation act = parse_activation(n.attrs.get_string("act"));
-    if (!constant(g, n, Weight) || !constant(g, n, Bias) || !supported(act)) return nullptr;
-    return std::make_unique<OnednnLinearKernel>(Dense(g, n, Weight, Bias, act, c));
+    if (!constant(g, n, Weight) || !constant(g, n, Bias) || !constant(g, n, WeightScale) || !supported(act))
+      return nullptr;
+    return std::make_unique<OnednnLinearKernel>(Dense(g, n, Weight, Bias, act, c, WeightScale));
   }
   explicit OnednnLinearKernel(Dense dense) : dense_(std::move(dense)) {}
 
-  bool packs_input(int slot) const override { return slot == linear_input::Weight || slot == linear_input::Bias; }
+  bool packs_input(int slot) const override {
+    using namespace linear_input;
+    return slot == Weight || slot == Bias || slot == WeightScale;
+  }
   std::string describe() const override { return "onednn"; }
   void run(const KernelArgs& a, int) override {
     const TensorRef& x = a.inputs[linear_input::X];

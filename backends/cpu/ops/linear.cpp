@@ -1,10 +1,13 @@
 // linear and mlp on the CPU (graph/ops/linear.h): OpenBLAS GEMMs with bias, activation and
-// residual applied after each.
+// residual applied after each. An FP8 linear is emulated exactly: its input rounded as
+// core/fp8.h's fp8_layer_input says, its weights the stored E4M3 values times their row's scale.
 #include <vector>
 
 #include "backends/cpu/activation.h"
 #include "backends/cpu/cpu_kernel.h"
 #include "backends/cpu/gemm.h"
+#include "core/error.h"
+#include "core/fp8.h"
 #include "graph/ops/linear.h"
 
 namespace kiln {
@@ -24,6 +27,11 @@ class Operand {
     return packed_.empty() ? a.inputs[slot_].as<const float>() : packed_.data();
   }
   bool packed() const { return !packed_.empty(); }
+  // Multiplies each row of a packed [rows, cols] weight by its scale.
+  void scale_rows(const std::vector<float>& scale) {
+    const size_t per_row = scale.empty() ? 0 : packed_.size() / scale.size();
+    for (size_t i = 0; i < packed_.size(); ++i) packed_[i] *= scale[i / per_row];
+  }
 
  private:
   int slot_;
@@ -42,16 +50,30 @@ class LinearKernel : public CpuKernel {
   LinearKernel(const Graph& g, int node, const ConstantLookup& c)
       : w_(g, g.nodes()[node], linear_input::Weight, c),
         b_(g, g.nodes()[node], linear_input::Bias, c),
-        act_(parse_activation(g.nodes()[node].attrs.get_string("act"))) {}
+        act_(parse_activation(g.nodes()[node].attrs.get_string("act"))),
+        input_scale_(static_cast<float>(g.nodes()[node].attrs.get_float("input_scale"))) {
+    const Node& n = g.nodes()[node];
+    if (n.input(linear_input::WeightScale) >= 0) {
+      KILN_CHECK(w_.packed(), "[linear] {}: FP8 weights must be constants", n.name);
+      w_.scale_rows(c(g.values()[n.inputs[linear_input::WeightScale]].name).to_f32());
+    }
+  }
   bool packs_input(int slot) const override {
-    return (slot == linear_input::Weight && w_.packed()) || (slot == linear_input::Bias && b_.packed());
+    return (slot == linear_input::Weight && w_.packed()) || (slot == linear_input::Bias && b_.packed()) ||
+           slot == linear_input::WeightScale;
   }
   void run(const KernelArgs& a, int) override {
     const TensorRef& x = a.inputs[linear_input::X];
     const int k = static_cast<int>(x.shape.back()), n = static_cast<int>(a.outputs[0].shape.back());
     const int64_t rows = k ? x.numel() / k : 0;
     float* y = a.outputs[0].as<float>();
-    cpu::gemm_xwt(x.as<const float>(), w_.get(a), y, rows, k, n);
+    const float* in = x.as<const float>();
+    if (input_scale_ > 0) {
+      rounded_.assign(in, in + rows * k);
+      for (float& v : rounded_) v = fp8_layer_input(v, input_scale_, false);
+      in = rounded_.data();
+    }
+    cpu::gemm_xwt(in, w_.get(a), y, rows, k, n);
     cpu::bias_activation(y, rows, n, b_.get(a), act_);
     add_residual(a, linear_input::Residual, y, rows * n);
   }
@@ -59,6 +81,8 @@ class LinearKernel : public CpuKernel {
  private:
   Operand w_, b_;
   Activation act_;
+  float input_scale_ = 0;
+  std::vector<float> rounded_;  // an FP8 layer's input on the E4M3 grid
 };
 
 class MlpKernel : public CpuKernel {

@@ -29,17 +29,6 @@ using namespace conv2d_input;
 
 enum class ConvPath { Gemm, Depthwise, Stem, ImplicitGemm, Direct };
 
-int compute_capability() {
-  static const int cc = [] {
-    int device = 0, major = 0, minor = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-    return major * 10 + minor;
-  }();
-  return cc;
-}
-
 // What chooses the kernel, read from the graph alone.
 struct ConvFacts {
   Conv2dParams p;

@@ -4,8 +4,9 @@
 // epilogue storing only the valid columns (out_cols). cuBLASLt is one more variant where its
 // epilogue can do the layer (bias, ReLU, the residual as its C; not SiLU or kiln's exact GELU):
 // at a decoder step's few rows its split-K kernels can beat the tiles. Any other layer runs the
-// small dense kernel (one thread per output). An mlp (two layers on few rows: squeeze-excite)
-// is one kernel (mlp.cu).
+// small dense kernel (one thread per output). An FP8 linear runs only on the GEMM's FP8 tiles
+// (E4M3 weights, the input rounded as it is loaded: gemm_mma.cu), sm_89 and newer. An mlp (two
+// layers on few rows: squeeze-excite) is one kernel (mlp.cu).
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -42,7 +43,9 @@ bool supports_linear(const Graph& g, const Node& n) {
   using namespace linear_input;
   const DType out = output_dtypes(g, n)[0];
   const bool residual_ok = n.input(Residual) < 0 || input_dtype(g, n, Residual) == out;
-  return !constant_shape(g, n, Weight).empty() && f16_or_f32(input_dtype(g, n, X)) && f16_or_f32(out) && residual_ok;
+  const bool fp8_ok = input_dtype(g, n, Weight) != DType::F8E4M3 || (gemm_fits(g, n) && compute_capability() >= 89);
+  return !constant_shape(g, n, Weight).empty() && f16_or_f32(input_dtype(g, n, X)) && f16_or_f32(out) && residual_ok &&
+         fp8_ok;
 }
 
 class LinearKernel : public Kernel {
@@ -58,18 +61,29 @@ class LinearKernel : public Kernel {
     out_ = output_dtypes(g, n)[0];
     x_ = input_dtype(g, n, X);
     n_ = gemm_ ? round_up_8(w_shape_[0]) : w_shape_[0];
+    fp8_ = input_dtype(g, n, Weight) == DType::F8E4M3;
+    lt_fits_ = gemm_ && !fp8_ && (act_ == cuda::Act::None || act_ == cuda::Act::ReLU) && CublasLtGemm::available();
     std::vector<float> w = c.constants(g.values()[n.inputs[Weight]].name).to_f32();
     w.resize(static_cast<size_t>(n_ * w_shape_[1]), 0.0f);  // padded outputs: zero weights
-    weight_ = gemm_ ? c.weights.add_f16(w) : c.weights.add_f32(w);
+    if (fp8_) {
+      // E4M3 codes as stored; the GEMM scales each output column by input scale x weight scale.
+      weight_ = c.weights.add_e4m3(w);
+      input_scale_ = static_cast<float>(n.attrs.get_float("input_scale"));
+      std::vector<float> col = c.constants(g.values()[n.inputs[WeightScale]].name).to_f32();
+      for (float& s : col) s *= input_scale_;
+      col.resize(static_cast<size_t>(n_), 0.0f);
+      col_scale_ = c.weights.add_f32(col);
+    } else {
+      weight_ = gemm_ ? c.weights.add_f16(w) : c.weights.add_f32(w);
+    }
     if (n.input(Bias) >= 0) {
       std::vector<float> b = c.constants(g.values()[n.inputs[Bias]].name).to_f32();
       b.resize(static_cast<size_t>(n_), 0.0f);
       bias_ = c.weights.add_f32(b);
       has_bias_ = true;
       // cuBLASLt's bias has the output's type.
-      if (gemm_ && out_ == DType::F16) lt_bias_ = c.weights.add_f16(b);
+      if (lt_fits_ && out_ == DType::F16) lt_bias_ = c.weights.add_f16(b);
     }
-    lt_fits_ = gemm_ && (act_ == cuda::Act::None || act_ == cuda::Act::ReLU) && CublasLtGemm::available();
   }
 
   int variants() const override { return gemm_ ? kLtVariant + 1 : 1; }
@@ -87,9 +101,13 @@ class LinearKernel : public Kernel {
     if (v == kLtVariant) return kLtWorkspace;
     return gemm_ ? cuda::gemm_workspace_bytes(gemm_args(a), v) : 0;
   }
-  bool packs_input(int slot) const override { return slot == linear_input::Weight || slot == linear_input::Bias; }
+  bool packs_input(int slot) const override {
+    using namespace linear_input;
+    return slot == Weight || slot == Bias || slot == WeightScale;
+  }
   std::string describe() const override {
     std::string d = gemm_ ? "gemm" : "small";
+    if (fp8_) d += " fp8";
     if (residual_) d += " +residual";
     return d;
   }
@@ -164,11 +182,18 @@ class LinearKernel : public Kernel {
     g.rows_per_image = 1;
     g.act = act_;
     g.workspace = static_cast<float*>(a.workspace);
+    if (fp8_) {
+      g.fp8 = true;
+      g.col_scale = weights_.get<float>(col_scale_);
+      g.a_inv_scale = 1.0f / input_scale_;  // as the CPU backend rounds x * (1 / scale)
+    }
     return g;
   }
 
   CudaWeights& weights_;
-  bool gemm_ = false, has_bias_ = false, residual_ = false, lt_fits_ = false;
+  bool gemm_ = false, has_bias_ = false, residual_ = false, lt_fits_ = false, fp8_ = false;
+  float input_scale_ = 0;
+  size_t col_scale_ = 0;              // FP8: input scale x weight scale per output column
   size_t lt_bias_ = 0;                // the bias as fp16, for cuBLASLt's fp16 outputs
   std::unique_ptr<CublasLtGemm> lt_;  // made when the planner first tries cuBLASLt
   Shape w_shape_;

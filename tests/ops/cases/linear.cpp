@@ -1,8 +1,10 @@
 // linear (with bias, activation, residual) over rank 2 to 4 inputs, with and without the
-// residual, and mlp against its two linears. On CUDA, up to 16 rows take the few-rows kernel (9
-// rows: two groups of rows), more the tiled GEMMs.
+// residual, FP8 linears, and mlp against its two linears. On CUDA, up to 16 rows take the
+// few-rows kernel (9 rows: two groups of rows), more the tiled GEMMs; FP8 only the FP8 tiles.
 #include <cmath>
+#include <tuple>
 
+#include "core/fp8.h"
 #include "tests/ops/op_case.h"
 
 namespace kiln::test {
@@ -33,6 +35,27 @@ KILN_OP_CASES(linear) {
       c.output(c.graph.add("linear", "fc", {x, w, b}, {{"act", std::string("none")}}));
       cases.push_back(std::move(c));
     }
+  // FP8: E4M3 weights with per-output scales, the input rounded to E4M3 at a calibrated scale
+  // (some inputs saturate); with and without a residual, a padded output count (20).
+  for (const auto& [xs, n, residual] : {std::tuple{Shape{1, 64}, 24, true}, std::tuple{Shape{9, 64}, 20, false},
+                                        std::tuple{Shape{2, 7, 40}, 32, true}, std::tuple{Shape{40, 96}, 24, false}}) {
+    const int64_t k = xs.back();
+    OpCase c("linear", DType::F16, xs, fmt::format("fp8_n{}{}", n, residual ? "_residual" : ""));
+    const int x = c.input("x", DType::F16, xs);
+    std::vector<float> wq(static_cast<size_t>(n * k)), scale(n);
+    for (size_t i = 0; i < wq.size(); ++i) wq[i] = round_to_e4m3(static_cast<float>((i * 37) % 29) - 14.0f);
+    for (int o = 0; o < n; ++o) scale[o] = 0.01f * (1 + o % 5);
+    const int w = c.constant_values("w", DType::F8E4M3, {n, k}, wq);
+    const int ws = c.constant_values("ws", DType::F32, {n}, scale);
+    const int b = c.constant("b", DType::F32, {n}, 0.5);
+    Shape ys = xs;
+    ys.back() = n;
+    const int r = residual ? c.input("r", DType::F16, ys) : -1;
+    c.output(c.graph.add("linear", "fc", {x, w, b, r, ws},
+                         {{"act", std::string(residual ? "none" : "relu")}, {"input_scale", 2.0 / 448}}));
+    c.tolerance_f16 = 3e-2;  // one E4M3 step of a rounding taken the other way
+    cases.push_back(std::move(c));
+  }
   return cases;
 }
 
