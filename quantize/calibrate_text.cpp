@@ -64,6 +64,9 @@ Fp8Clips calibrate_text_activations(const ModelDefinition& def, const std::vecto
   size_t done = 0;
   GenerationOptions g;
   g.num_beams = 1;  // greedy: the same layers over the same kind of activations, beams times cheaper
+  // A model that never ends a sentence (random weights) would decode to its maximum length on
+  // the reference kernels; 128 tokens show every layer plenty of positions.
+  g.max_new_tokens = 128;
   g.batch = o.batch;
   g.on_done = [&](size_t) { bar.update(++done); };
   std::vector<GeneratedText> out;
