@@ -58,6 +58,15 @@ TEST(Recipe, ParsesAndRejectsBadInput) {
   r = seed_recipe();
   r.erase("name");
   EXPECT_NE(recipe_error(r).find("name"), std::string::npos);
+  // Linear rules select by name; a conv's criteria do not apply to them.
+  r = seed_recipe();
+  r["layers"] = {{{"kind", "linear"}, {"match", "*.fc1"}}};
+  EXPECT_EQ(recipe_error(r), "");
+  EXPECT_EQ(parse_recipe(r, "t.json").layers[0].match, "*.fc1");
+  r["layers"][0]["min_spatial"] = 2;
+  EXPECT_NE(recipe_error(r).find("unknown key 'min_spatial'"), std::string::npos);
+  r["layers"] = {{{"kind", "linear"}, {"match", ""}}};
+  EXPECT_NE(recipe_error(r).find("match"), std::string::npos);
   EXPECT_NE(recipe_error(nlohmann::json::array()).find("object"), std::string::npos);
 }
 

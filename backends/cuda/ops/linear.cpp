@@ -4,9 +4,10 @@
 // epilogue storing only the valid columns (out_cols). cuBLASLt is one more variant where its
 // epilogue can do the layer (bias, ReLU, the residual as its C; not SiLU or kiln's exact GELU):
 // at a decoder step's few rows its split-K kernels can beat the tiles. Any other layer runs the
-// small dense kernel (one thread per output). An FP8 linear runs only on the GEMM's FP8 tiles
-// (E4M3 weights, the input rounded as it is loaded: gemm_mma.cu), sm_89 and newer. An mlp (two
-// layers on few rows: squeeze-excite) is one kernel (mlp.cu).
+// small dense kernel (one thread per output). An FP8 linear runs only on the GEMM's FP8 paths
+// (the tiles of gemm_mma.cu, the few-rows kernel of gemv.cu: E4M3 weights, the input rounded as
+// it is loaded), sm_89 and newer. An mlp (two layers on few rows: squeeze-excite) is one kernel
+// (mlp.cu).
 #include <algorithm>
 #include <memory>
 #include <optional>
