@@ -173,7 +173,7 @@ void apply_fp8(ModelDefinition& def, const std::vector<Fp8Layer>& layers, const 
     const int i = layer.node;
     const Node& n = g.node(i);
     KILN_CHECK(n.op == "conv2d" || n.op == "linear", "[quantize] {} is neither a conv nor a linear", n.name);
-    static_assert(conv2d_input::Weight == linear_input::Weight);
+    static_assert(int{conv2d_input::Weight} == int{linear_input::Weight});
     const auto clip_it = clips.find(layer.weight);
     KILN_CHECK(clip_it != clips.end(), "[quantize] {}: no calibrated range", n.name);
     const float clip = clip_it->second;
@@ -185,7 +185,7 @@ void apply_fp8(ModelDefinition& def, const std::vector<Fp8Layer>& layers, const 
       const int s = g.add_constant(scale_name, DType::F32, {def.weights.at(scale_name).dim(0)});
       Node& node = g.node(i);  // add_constant may have moved the values, not the nodes
       g.value(node.inputs[conv2d_input::Weight]).dtype = DType::F8E4M3;
-      const int slot = node.op == "conv2d" ? conv2d_input::WeightScale : linear_input::WeightScale;
+      const int slot = node.op == "conv2d" ? int{conv2d_input::WeightScale} : int{linear_input::WeightScale};
       if (static_cast<int>(node.inputs.size()) <= slot) node.inputs.resize(slot + 1, -1);
       node.inputs[slot] = s;
     }

@@ -100,7 +100,8 @@ std::vector<Fp8Layer> select_fp8_layers(const ModelDefinition& def, const QuantR
     for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
       const Node& n = nodes[i];
       if (n.op != "conv2d" && n.op != "linear") continue;
-      static_assert(conv2d_input::X == linear_input::X && conv2d_input::Weight == linear_input::Weight);
+      static_assert(int{conv2d_input::X} == int{linear_input::X} &&
+                    int{conv2d_input::Weight} == int{linear_input::Weight});
       if (reads_graph_input(graph, n.inputs[conv2d_input::X], producers)) continue;
       const int weight = n.inputs[conv2d_input::Weight];
       if (graph.values()[weight].kind != ValueKind::Constant) continue;
