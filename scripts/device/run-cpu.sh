@@ -2,8 +2,9 @@
 # On the GPU machine's CPU, from the repository root, with STAGE made by `pack.sh STAGE a`:
 # efficientnet_b0 fp32 on kiln's fast CPU kernels, its reference kernels (batch 1), ONNX Runtime
 # and PyTorch, at THREADS (default "2 16") threads and batch 1 and 8, each peer in its own
-# process, one after another. Results go to OUT (JSON lines; the ONNX model, split in 15 MB
-# parts, for timing ONNX Runtime elsewhere).
+# process, one after another; with bin/kiln-baseline packed (pack.sh BASELINE=FILE) that build too,
+# after kiln. Results go to OUT (JSON lines; the ONNX model, split in 15 MB parts, for timing ONNX
+# Runtime elsewhere).
 #   scripts/device/run-cpu.sh STAGE OUT
 set -uo pipefail
 stage=${1:?usage: run-cpu.sh STAGE OUT}
@@ -23,6 +24,11 @@ for round in $(seq "${ROUNDS:-2}"); do
   for t in ${THREADS:-2 16}; do
     timeout 120 $K bench /tmp/b0.bundle --device cpu --threads "$t" --batch 1,8 --iters 30 --warmup 5 --json |
       sed "s|^|{\"peer\": \"kiln\", \"threads\": $t, \"round\": $round, \"run\": |; s|$|}|" | tee -a "$OUT/cpu.jsonl"
+    # An earlier commit's build (pack.sh BASELINE=FILE), right after, on the same bundle.
+    [ -x /tmp/k/bin/kiln-baseline ] && timeout 120 /tmp/k/bin/kiln-baseline bench /tmp/b0.bundle --device cpu \
+      --threads "$t" --batch 1,8 --iters 30 --warmup 5 --json |
+      sed "s|^|{\"peer\": \"kiln-baseline\", \"threads\": $t, \"round\": $round, \"run\": |; s|$|}|" |
+      tee -a "$OUT/cpu.jsonl"
     [ "$round" = 1 ] && timeout 120 $K bench /tmp/b0.bundle --device cpu-reference --threads "$t" --batch 1 --iters 10 \
       --warmup 2 --json | sed "s|^|{\"peer\": \"kiln-reference\", \"threads\": $t, \"round\": $round, \"run\": |; s|$|}|" |
       tee -a "$OUT/cpu.jsonl"
@@ -33,4 +39,4 @@ for round in $(seq "${ROUNDS:-2}"); do
   done
 done
 [ -f /tmp/b0.onnx ] && split -b 15M -d /tmp/b0.onnx "$OUT/b0.onnx.part"
-tail -3 "$OUT/peers.err" "$OUT/export.err"
+tail -n 3 "$OUT/peers.err" "$OUT/export.err"

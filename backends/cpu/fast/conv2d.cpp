@@ -39,7 +39,7 @@ void nchw_to_nhwc(const float* x, float* out, int n, int64_t pixels, int c) {
 
 // The per-pixel loops below in AVX-512 or AVX2 where the CPU has them (the build targets the
 // baseline x86-64): at batch 1 on 2 threads these passes took 7% of efficientnet_b0's time with
-// SSE2 (perf, bench/results/2026-12-04-cpu-passes.md).
+// SSE2 (perf, bench/results/2026-12-04-cpu-passes/).
 
 // out[p, c] = x[p, c] * gate[c] for `pixels` rows of C.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void gate_rows(const float* __restrict x,
