@@ -38,7 +38,7 @@ void nchw_to_nhwc(const float* x, float* out, int n, int64_t pixels, int c) {
 }
 
 // The per-pixel loops below in AVX-512 or AVX2 where the CPU has them (the build targets the
-// baseline x86-64): at batch 1 on 2 threads these passes took 7% of efficientnet_b0's time with
+// baseline x86-64): at batch 1 on 2 threads these passes took 7% of an image classifier's time with
 // SSE2 (perf, bench/results/2026-12-04-cpu-passes/).
 
 // out[p, c] = x[p, c] * gate[c] for `pixels` rows of C.
