@@ -67,6 +67,8 @@ TEST(Recipe, ParsesAndRejectsBadInput) {
   EXPECT_NE(recipe_error(r).find("unknown key 'min_spatial'"), std::string::npos);
   r["layers"] = {{{"kind", "linear"}, {"match", ""}}};
   EXPECT_NE(recipe_error(r).find("match"), std::string::npos);
+  r["layers"] = {{{"kind", "linear"}, {"match", "*a*a*a*a*a*b"}}};  // backtracking without end
+  EXPECT_NE(recipe_error(r).find("at most four"), std::string::npos);
   EXPECT_NE(recipe_error(nlohmann::json::array()).find("object"), std::string::npos);
 }
 
