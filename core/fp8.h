@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "core/half.h"
 
@@ -52,6 +53,13 @@ inline float decode_e4m3(uint8_t b) {
   if (e == 0xf && m == 7) return NAN;
   if (e == 0) return sign * std::ldexp(static_cast<float>(m), -9);
   return sign * std::ldexp(1.0f + m / 8.0f, e - 7);
+}
+
+// An FP8 layer's weights as values: the stored E4M3 values w [out, ...] times their output
+// channel's scale (scale [out]), in place.
+inline void apply_channel_scales(std::vector<float>& w, const std::vector<float>& scale) {
+  const size_t per_out = w.size() / scale.size();
+  for (size_t i = 0; i < w.size(); ++i) w[i] *= scale[i / per_out];
 }
 
 // An FP8 layer's input as the CPU emulates it (graph/ops/conv2d.h): the fp16 value that layers

@@ -40,22 +40,28 @@ struct Seq2SeqReference {
   }
 };
 
-// Builds the checkpoint (folder under checkpoints/ of the test data) once per test process,
-// into the temporary folder under a name of this process (tests run in parallel must not read
-// each other's half-written bundles); removed when the process ends.
-inline std::string seq2seq_bundle(const std::string& checkpoint, const std::string& precision = "fp32") {
-  struct Built {
+// A path in the temporary folder under a name of this process (tests run in parallel must not
+// read each other's half-written files), removed when the process ends.
+inline std::string process_temp_file(const std::string& name) {
+  struct Files {
     std::set<std::string> paths;
-    ~Built() {
+    ~Files() {
       std::error_code ec;
       for (const auto& p : paths) std::filesystem::remove(p, ec);
     }
   };
-  static Built built;
-  const std::string out = (std::filesystem::temp_directory_path() /
-                           ("kiln-test-" + std::to_string(getpid()) + "-" + checkpoint + "-" + precision + ".bundle"))
-                              .string();
-  if (built.paths.insert(out).second) {
+  static Files files;
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("kiln-test-" + std::to_string(getpid()) + "-" + name)).string();
+  files.paths.insert(path);
+  return path;
+}
+
+// Builds the checkpoint (folder under checkpoints/ of the test data) once per test process.
+inline std::string seq2seq_bundle(const std::string& checkpoint, const std::string& precision = "fp32") {
+  static std::set<std::string> built;
+  const std::string out = process_temp_file(checkpoint + "-" + precision + ".bundle");
+  if (built.insert(out).second) {
     BuildOptions o;
     o.precision = precision;
     BuildResult r;
@@ -65,34 +71,22 @@ inline std::string seq2seq_bundle(const std::string& checkpoint, const std::stri
   return out;
 }
 
-// An FP8 bundle of the checkpoint (the family's default recipe) calibrated on `sentences`,
-// built into the temporary folder and removed when the process ends.
+// An FP8 bundle of the checkpoint (the family's default recipe) calibrated on `sentences`.
 inline std::string seq2seq_fp8_bundle(const std::string& checkpoint, const std::vector<std::string>& sentences) {
-  struct Built {
-    std::vector<std::string> paths;
-    ~Built() {
-      std::error_code ec;
-      for (const auto& p : paths) std::filesystem::remove(p, ec);
-    }
-  };
-  static Built built;
-  const std::string stem =
-      (std::filesystem::temp_directory_path() / ("kiln-test-" + std::to_string(getpid()) + "-" + checkpoint + "-fp8"))
-          .string();
+  const std::string calib = process_temp_file(checkpoint + "-fp8.txt");
+  const std::string out = process_temp_file(checkpoint + "-fp8.bundle");
   {
-    std::ofstream calib(stem + ".txt");
-    for (const auto& s : sentences) calib << s << "\n";
+    std::ofstream f(calib);
+    for (const auto& s : sentences) f << s << "\n";
   }
-  built.paths.push_back(stem + ".txt");
-  built.paths.push_back(stem + ".bundle");
   BuildOptions o;
   o.precision = "fp8";
-  o.calib = stem + ".txt";
+  o.calib = calib;
   o.calib_samples = sentences.size();
   BuildResult r;
-  const Status s = build(data_path("checkpoints/" + checkpoint), stem + ".bundle", o, &r);
+  const Status s = build(data_path("checkpoints/" + checkpoint), out, o, &r);
   EXPECT_TRUE(s.ok()) << s.message();
-  return stem + ".bundle";
+  return out;
 }
 
 // A fixture's reference and CPU generator, loaded once per process by the first test that asks;
@@ -230,6 +224,25 @@ inline int matching_generations(TextGenerator& t, const Seq2SeqReference& ref, c
   for (size_t i = first; i < last && i < out.size(); ++i)
     same += out[i].ids == ref.json["examples"][i][key + "_ids"].get<std::vector<int64_t>>();
   return same;
+}
+
+// An FP8 bundle of the fixture calibrated on `sentences`, on the CPU (whose emulation is the
+// GPU's FP8 arithmetic), against transformers' fp32 references: the first 8 sources'
+// teacher-forced logits within `logit_error`, and greedy outputs identical for at least
+// `min_seen` of the 40 training sentences among the sources and `min_unseen` of the 40 others.
+inline void expect_fp8_close(const std::string& fixture, const std::vector<std::string>& sentences, double logit_error,
+                             int min_seen, int min_unseen) {
+  const Seq2SeqReference ref(fixture);
+  std::unique_ptr<TextGenerator> fp8;
+  ASSERT_TRUE(TextGenerator::load(seq2seq_fp8_bundle(fixture, sentences), &fp8, "cpu").ok());
+  for (int i = 0; i < 8; ++i)
+    EXPECT_LT(teacher_forced_error(fp8->model(), ref, i).logits, logit_error) << "logits of source " << i;
+  GenerationOptions o;
+  o.num_beams = 1;
+  o.max_new_tokens = 64;
+  o.batch = 16;
+  EXPECT_GE(matching_generations(*fp8, ref, "greedy", o, 0, 40), min_seen);
+  EXPECT_GE(matching_generations(*fp8, ref, "greedy", o, 40, 80), min_unseen);
 }
 
 }  // namespace kiln::test

@@ -16,6 +16,7 @@
 #include "backends/cpu/fp8_input.h"
 #include "backends/cpu/onednn.h"
 #include "core/error.h"
+#include "core/fp8.h"
 #include "graph/ops/conv2d.h"
 
 namespace kiln {
@@ -163,11 +164,8 @@ class OnednnConv2dKernel : public CpuKernel {
       : p_(p), w_shape_(std::move(w_shape)) {
     weight_ = constants(graph.values()[n.inputs[Weight]].name).to_f32();
     x_is_e4m3_ = graph.values()[n.inputs[X]].dtype == DType::F8E4M3;
-    if (n.input(WeightScale) >= 0) {  // E4M3 values times their output channel's scale
-      const std::vector<float> scale = constants(graph.values()[n.inputs[WeightScale]].name).to_f32();
-      const size_t per_out = weight_.size() / scale.size();
-      for (size_t i = 0; i < weight_.size(); ++i) weight_[i] *= scale[i / per_out];
-    }
+    if (n.input(WeightScale) >= 0)
+      apply_channel_scales(weight_, constants(graph.values()[n.inputs[WeightScale]].name).to_f32());
     if (n.input(Bias) >= 0) bias_ = constants(graph.values()[n.inputs[Bias]].name).to_f32();
   }
 

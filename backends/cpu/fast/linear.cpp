@@ -21,6 +21,7 @@
 #include "backends/cpu/fp8_input.h"
 #include "backends/cpu/gemv.h"
 #include "backends/cpu/onednn.h"
+#include "core/fp8.h"
 #include "graph/ops/linear.h"
 
 namespace kiln {
@@ -48,9 +49,8 @@ class Dense {
     in_ = shape[1];
     weight_ = constants(w.name).to_f32();
     if (n.input(bias_slot) >= 0) bias_ = constants(g.values()[n.inputs[bias_slot]].name).to_f32();
-    if (scale_slot >= 0 && n.input(scale_slot) >= 0) {  // FP8: E4M3 values times their row's scale
-      const std::vector<float> scale = constants(g.values()[n.inputs[scale_slot]].name).to_f32();
-      for (size_t i = 0; i < weight_.size(); ++i) weight_[i] *= scale[i / in_];
+    if (scale_slot >= 0 && n.input(scale_slot) >= 0) {  // FP8
+      apply_channel_scales(weight_, constants(g.values()[n.inputs[scale_slot]].name).to_f32());
       input_scale_ = static_cast<float>(n.attrs.get_float("input_scale"));
     }
   }

@@ -129,11 +129,8 @@ class Conv2dKernel : public CpuKernel {
     x_is_e4m3_ = graph.values()[n.inputs[X]].dtype == DType::F8E4M3;
     out_is_e4m3_ = graph.values()[n.outputs[0]].dtype == DType::F8E4M3;
     std::vector<float> w = constants(wv.name).to_f32();
-    if (n.input(WeightScale) >= 0) {  // E4M3 values times their output channel's scale
-      const std::vector<float> scale = constants(graph.values()[n.inputs[WeightScale]].name).to_f32();
-      const size_t per_out = w.size() / scale.size();
-      for (size_t i = 0; i < w.size(); ++i) w[i] *= scale[i / per_out];
-    }
+    if (n.input(WeightScale) >= 0)
+      apply_channel_scales(w, constants(graph.values()[n.inputs[WeightScale]].name).to_f32());
     const int out = static_cast<int>(w_shape[0]), kk = p_.kh * p_.kw, cin_g = static_cast<int>(w_shape[3]);
     if (is_pointwise(p_)) {
       kind_ = Kind::Pointwise;

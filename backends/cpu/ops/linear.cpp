@@ -27,11 +27,7 @@ class Operand {
     return packed_.empty() ? a.inputs[slot_].as<const float>() : packed_.data();
   }
   bool packed() const { return !packed_.empty(); }
-  // Multiplies each row of a packed [rows, cols] weight by its scale.
-  void scale_rows(const std::vector<float>& scale) {
-    const size_t per_row = scale.empty() ? 0 : packed_.size() / scale.size();
-    for (size_t i = 0; i < packed_.size(); ++i) packed_[i] *= scale[i / per_row];
-  }
+  std::vector<float>& packed_values() { return packed_; }
 
  private:
   int slot_;
@@ -55,7 +51,7 @@ class LinearKernel : public CpuKernel {
     const Node& n = g.nodes()[node];
     if (n.input(linear_input::WeightScale) >= 0) {
       KILN_CHECK(w_.packed(), "[linear] {}: FP8 weights must be constants", n.name);
-      w_.scale_rows(c(g.values()[n.inputs[linear_input::WeightScale]].name).to_f32());
+      apply_channel_scales(w_.packed_values(), c(g.values()[n.inputs[linear_input::WeightScale]].name).to_f32());
     }
   }
   bool packs_input(int slot) const override {

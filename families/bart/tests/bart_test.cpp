@@ -61,24 +61,10 @@ TEST_F(Bart, BatchedBeamSearchMatchesTransformersBatch) {
 // logits within 0.35 (0.24 at most when measured), and greedy decoding keeps 79 of the 80
 // outputs when measured (families/bart/README.md, FP8 study). The bounds leave a margin.
 TEST(BartFp8, CalibratedOnTrainingTextKeepsTheOutputs) {
-  const Seq2SeqReference ref(kFixture);
   const std::vector<std::string> lines = wmt22_lines("wmt22.en-de.en", 1, 43);
   std::vector<std::string> documents;
   for (size_t i = 0; i + 2 < lines.size(); ++i) documents.push_back(lines[i] + " " + lines[i + 1] + " " + lines[i + 2]);
-  std::unique_ptr<TextGenerator> fp8;
-  ASSERT_TRUE(TextGenerator::load(seq2seq_fp8_bundle(kFixture, documents), &fp8, "cpu").ok());
-  for (int i = 0; i < 8; ++i) {
-    const TeacherForcedError e = teacher_forced_error(fp8->model(), ref, i);
-    EXPECT_LT(e.logits, 0.35) << "logits of source " << i;
-  }
-  GenerationOptions o;
-  o.num_beams = 1;
-  o.max_new_tokens = 64;
-  o.batch = 16;
-  const int seen = matching_generations(*fp8, ref, "greedy", o, 0, 40),
-            unseen = matching_generations(*fp8, ref, "greedy", o, 40, 80);
-  EXPECT_GE(seen, 37);
-  EXPECT_GE(unseen, 36);
+  expect_fp8_close(kFixture, documents, 0.35, 37, 36);
 }
 
 }  // namespace

@@ -109,22 +109,7 @@ TEST_F(Marian, BatchedBeamSearchMatchesTransformersBatch) {
 // this barely trained model's choices are near ties, it keeps 11 (families/marian/README.md,
 // FP8 study). The bounds leave a margin over the measured values.
 TEST(MarianFp8, CalibratedOnTrainingTextKeepsTheTrainedOutputs) {
-  const Seq2SeqReference ref(kFixture);
-  std::unique_ptr<TextGenerator> fp8;
-  ASSERT_TRUE(
-      TextGenerator::load(seq2seq_fp8_bundle(kFixture, wmt22_lines("wmt22.en-de.en", 1, 41)), &fp8, "cpu").ok());
-  for (int i = 0; i < 8; ++i) {
-    const TeacherForcedError e = teacher_forced_error(fp8->model(), ref, i);
-    EXPECT_LT(e.logits, 1.5) << "logits of source " << i;
-  }
-  GenerationOptions o;
-  o.num_beams = 1;
-  o.max_new_tokens = 64;
-  o.batch = 16;
-  const int seen = matching_generations(*fp8, ref, "greedy", o, 0, 40),
-            unseen = matching_generations(*fp8, ref, "greedy", o, 40, 80);
-  EXPECT_GE(seen, 37);
-  EXPECT_GE(unseen, 6);
+  expect_fp8_close(kFixture, wmt22_lines("wmt22.en-de.en", 1, 41), 1.5, 37, 6);
 }
 
 // The family's recipes pick layers by name in every graph: fp8-linear the 32 dense layers of the
