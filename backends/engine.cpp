@@ -131,7 +131,7 @@ struct Engine::Impl {
   void choose_variants(Plan& plan, const std::string& key);
   void execute(Plan& plan);
   void run_node(Plan& plan, int i);
-  void fill_inputs(Plan& plan);
+  void fill_inputs(Plan& plan, const std::vector<HostTensor>& given = {});
   bool stage_io(Plan& plan, const std::vector<int>& taps);
   void release(Plan& plan);
   void* constant_ptr(int value, int backend) const;
@@ -519,10 +519,17 @@ void Engine::Impl::execute(Plan& plan) {
   for (size_t i = 0; i < exec.nodes().size(); ++i) run_node(plan, static_cast<int>(i));
 }
 
-// Made-up input values for timing (made_up_input), uploaded where the plan keeps them.
-void Engine::Impl::fill_inputs(Plan& plan) {
+// Input values for timing, uploaded where the plan keeps them: those given by name, the rest
+// made up (made_up_input).
+void Engine::Impl::fill_inputs(Plan& plan, const std::vector<HostTensor>& given) {
   for (int v : exec.inputs()) {
-    const HostTensor t = made_up_input(exec.values()[v], plan.shapes[v]);
+    const Value& val = exec.values()[v];
+    const auto it = std::find_if(given.begin(), given.end(), [&](const HostTensor& t) { return t.name == val.name; });
+    const HostTensor made = it == given.end() ? made_up_input(val, plan.shapes[v]) : HostTensor{};
+    const HostTensor& t = it == given.end() ? made : *it;
+    KILN_CHECK(t.dtype == val.dtype && t.data.size() == value_bytes(val.dtype, plan.shapes[v]),
+               "[engine] input '{}' must be {} of shape {}", val.name, dtype_name(val.dtype),
+               to_string(plan.shapes[v]));
     backends[value_backend[v]]->upload(plan.ptr[v], t.data.data(), t.data.size());
   }
 }
@@ -643,10 +650,11 @@ std::vector<HostTensor> Engine::run(const std::vector<HostTensor>& inputs, const
 
 void Engine::prepare(const Bindings& b) { impl_->plan_for(b, {}); }
 
-std::vector<double> Engine::benchmark(const Bindings& b, int warmup, int samples, int calls_per_sample) {
+std::vector<double> Engine::benchmark(const Bindings& b, int warmup, int samples, int calls_per_sample,
+                                      const std::vector<HostTensor>& inputs) {
   Impl& m = *impl_;
   Plan& plan = m.plan_for(b, {});
-  m.fill_inputs(plan);
+  m.fill_inputs(plan, inputs);
   auto call = [&] {
     if (plan.replay)
       plan.replay->launch();
@@ -674,10 +682,10 @@ std::map<std::string, double> Engine::group_times(const std::vector<double>& nod
   return ms;
 }
 
-std::vector<double> Engine::profile_nodes(const Bindings& b, int iterations) {
+std::vector<double> Engine::profile_nodes(const Bindings& b, int iterations, const std::vector<HostTensor>& inputs) {
   Impl& m = *impl_;
   Plan& plan = m.plan_for(b, {});
-  m.fill_inputs(plan);
+  m.fill_inputs(plan, inputs);
   m.execute(plan);
   const auto& nodes = m.exec.nodes();
   std::vector<double> ms(nodes.size(), 0.0);

@@ -80,13 +80,15 @@ class Engine {
   Bindings bind(const std::vector<HostTensor>& inputs) const;
   // Plans (and on GPUs tunes and captures) a set of sizes ahead of its first run.
   void prepare(const Bindings& bindings);
-  // ms per call, one sample per `calls_per_sample` calls; inputs made up (made_up_input)
-  // and already where the engine keeps them.
-  std::vector<double> benchmark(const Bindings& bindings, int warmup, int samples, int calls_per_sample);
+  // ms per call, one sample per `calls_per_sample` calls; inputs already where the engine keeps
+  // them: those named in `inputs`, the others made up (made_up_input).
+  std::vector<double> benchmark(const Bindings& bindings, int warmup, int samples, int calls_per_sample,
+                                const std::vector<HostTensor>& inputs = {});
   // Kernel time per executed node (run order, as plan_summary lists them) in ms per call, nodes
   // run one by one; group_times sums such times per node group ("depthwise", "attention"), and
   // profile is the two together.
-  std::vector<double> profile_nodes(const Bindings& bindings, int iterations);
+  std::vector<double> profile_nodes(const Bindings& bindings, int iterations,
+                                    const std::vector<HostTensor>& inputs = {});
   std::map<std::string, double> group_times(const std::vector<double>& node_ms) const;
   std::map<std::string, double> profile(const Bindings& bindings, int iterations);
   // One line per executed node: op, name, device, chosen variant.

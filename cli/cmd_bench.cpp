@@ -7,6 +7,7 @@
 
 #include "bundle/bundle.h"
 #include "cli/commands.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace kiln::cli {
@@ -21,32 +22,46 @@ double percentile(std::vector<double> v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (pos - lo);
 }
 
-// "seq=128,src=64" -> {{"seq", 128}, {"src", 64}}
-Bindings parse_sizes(const std::string& text) {
+// "seq=128,src=64" -> {{"seq", 128}, {"src", 64}}, each at least `least`
+Bindings parse_assignments(const std::string& text, const char* option, long long least) {
   Bindings out;
   size_t start = 0;
   while (start < text.size()) {
     const size_t end = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, end - start);
     const size_t eq = item.find('=');
-    KILN_CHECK(eq != std::string::npos && eq > 0, "[bench] --sizes: '{}' is not NAME=SIZE", item);
+    KILN_CHECK(eq != std::string::npos && eq > 0, "[bench] {}: '{}' is not NAME=NUMBER", option, item);
     try {
       size_t used = 0;
       const long long v = std::stoll(item.substr(eq + 1), &used);
-      KILN_CHECK(used == item.size() - eq - 1 && v >= 1, "[bench] --sizes: bad size in '{}'", item);
+      KILN_CHECK(used == item.size() - eq - 1 && v >= least, "[bench] {}: bad number in '{}'", option, item);
       out[item.substr(0, eq)] = v;
     } catch (const std::logic_error&) {
-      fail("[bench] --sizes: bad size in '{}'", item);
+      fail("[bench] {}: bad number in '{}'", option, item);
     }
     start = end + 1;
   }
   return out;
 }
 
-// The graph's inputs at these sizes, made up as Engine::benchmark's are.
-std::vector<HostTensor> made_up_inputs(const Graph& g, const Bindings& sizes) {
+// The graph's inputs at these sizes, made up as Engine::benchmark's are, except integer inputs
+// named in `values`, every element of which is set to the value given (made-up integers are 0:
+// a decoder step's lengths and positions then leave its attention with nothing to do).
+std::vector<HostTensor> made_up_inputs(const Graph& g, const Bindings& sizes, const Bindings& values) {
   std::vector<HostTensor> out;
-  for (int v : g.inputs()) out.push_back(made_up_input(g.values()[v], resolve(g.values()[v].shape, sizes)));
+  for (int v : g.inputs()) {
+    const Value& val = g.values()[v];
+    out.push_back(made_up_input(val, resolve(val.shape, sizes)));
+    const auto it = values.find(val.name);
+    if (it == values.end()) continue;
+    HostTensor& t = out.back();
+    if (t.dtype == DType::I64)
+      std::fill_n(t.as<int64_t>(), t.numel(), static_cast<int64_t>(it->second));
+    else if (t.dtype == DType::I32)
+      std::fill_n(t.as<int32_t>(), t.numel(), static_cast<int32_t>(it->second));
+    else
+      fail("[bench] --values: input '{}' is {}, not an integer", val.name, dtype_name(t.dtype));
+  }
   return out;
 }
 
@@ -70,7 +85,7 @@ Command add_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "bench", "Time a bundle's graph on made-up inputs (on the GPU: captured replays, inputs on the GPU)");
   struct Args {
-    std::string bundle, graph, batch = "1", sizes, device = "auto";
+    std::string bundle, graph, batch = "1", sizes, values, device = "auto";
     int iters = 50, warmup = 10, calls = 0;
     bool json = false, profile = false, plan = false, whole_calls = false;
   };
@@ -79,6 +94,9 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--graph", args->graph, "Which graph (default: the one the bundle's task runs)");
   cmd->add_option("--batch", args->batch, "Batch sizes, e.g. 1,32,128 (the graph's 'batch' dim)");
   cmd->add_option("--sizes", args->sizes, "Sizes of other symbolic dims, e.g. seq=128 (default: the graph's examples)");
+  cmd->add_option("--values", args->values,
+                  "Integer inputs set to a value, e.g. length=64,position=63 (default: 0, which a decoder step's "
+                  "attention skips)");
   cmd->add_option("--iters", args->iters, "Timed samples per batch size")->check(CLI::Range(1, 100000));
   cmd->add_option("--warmup", args->warmup, "Untimed calls first")->check(CLI::Range(0, 100000));
   cmd->add_option("--calls", args->calls, "Calls per timed sample (default: 20 on the GPU, 1 on the CPU)")
@@ -96,12 +114,18 @@ Command add_bench(CLI::App& app) {
     const std::string graph_name = args->graph.empty() ? bundle->main_graph() : args->graph;
     const Graph& g = bundle->graph(graph_name);
     Bindings base = g.example_bindings();
-    for (const auto& [k, v] : parse_sizes(args->sizes)) {
+    for (const auto& [k, v] : parse_assignments(args->sizes, "--sizes", 1)) {
       KILN_CHECK(base.count(k), "[bench] --sizes: graph {} has no dim '{}'", graph_name, k);
       base[k] = v;
     }
     KILN_CHECK(base.count("batch") || batches == std::vector<int>{1}, "[bench] --batch: graph {} has no 'batch' dim",
                graph_name);
+    const Bindings values = parse_assignments(args->values, "--values", 0);
+    const std::vector<int> graph_inputs = g.inputs();
+    for (const auto& [name, value] : values)
+      KILN_CHECK(
+          std::any_of(graph_inputs.begin(), graph_inputs.end(), [&](int v) { return g.values()[v].name == name; }),
+          "[bench] --values: graph {} has no input '{}'", graph_name, name);
     Engine engine(g, bundle->constants(), bundle->engine_options(args->device));
     const bool gpu = engine.device().rfind("cpu", 0) != 0;  // "cpu", "cpu-reference"
     const int calls = args->calls > 0 ? args->calls : (gpu ? 20 : 1);
@@ -114,15 +138,16 @@ Command add_bench(CLI::App& app) {
       Bindings sizes = base;
       if (sizes.count("batch")) sizes["batch"] = batch;
       engine.prepare(sizes);
-      auto ms = args->whole_calls ? time_whole_calls(engine, made_up_inputs(g, sizes), args->warmup, args->iters, calls)
-                                  : engine.benchmark(sizes, args->warmup, args->iters, calls);
+      const std::vector<HostTensor> inputs = made_up_inputs(g, sizes, values);
+      auto ms = args->whole_calls ? time_whole_calls(engine, inputs, args->warmup, args->iters, calls)
+                                  : engine.benchmark(sizes, args->warmup, args->iters, calls, inputs);
       const double median = percentile(ms, 0.5);
       // Per node, then per group; the plan's lines name the nodes in the same order.
       std::vector<double> node_ms;
       std::map<std::string, double> groups;
       std::vector<std::string> plan;
       if (args->profile) {
-        node_ms = engine.profile_nodes(sizes, 20);
+        node_ms = engine.profile_nodes(sizes, 20, inputs);
         groups = engine.group_times(node_ms);
       }
       if (args->profile || args->plan) plan = engine.plan_summary(sizes);
@@ -131,6 +156,7 @@ Command add_bench(CLI::App& app) {
                             {"precision", bundle->precision()},
                             {"graph", graph_name},
                             {"sizes", sizes},
+                            {"values", values},
                             {"batch", batch},
                             {"whole_calls", args->whole_calls},
                             {"median_ms", median},

@@ -273,6 +273,12 @@ TEST(Cli, RunsAnyGraphOnSafetensors) {
       test::run_command(kiln_bin() + " bench " + bundle + " --device cpu --sizes seq=16 --whole-calls --json", &out), 0)
       << out;
   EXPECT_NE(out.find("\"whole_calls\":true"), std::string::npos) << out;
+  // --values sets integer inputs: an id the table has runs, one past it reaches the kernel's
+  // range check (so the value is what ran), an input the graph lacks is named.
+  ASSERT_EQ(test::run_command(kiln_bin() + " bench " + bundle + " --device cpu --values ids=6 --json", &out), 0) << out;
+  EXPECT_NE(out.find("\"values\":{\"ids\":6}"), std::string::npos) << out;
+  expect_clean_failure("bench " + bundle + " --device cpu --values ids=7 --json", "out of range");
+  expect_clean_failure("bench " + bundle + " --device cpu --values idz=1", "has no input 'idz'");
   // --profile: a time for every node of the plan, named as --plan names it.
   ASSERT_EQ(
       test::run_command(kiln_bin() + " bench " + bundle + " --device cpu --sizes seq=16 --profile --plan --json", &out),

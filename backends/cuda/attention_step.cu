@@ -2,22 +2,27 @@
 // over a KV cache and the encoder's output), head dims up to 128.
 //
 // attention.cu's warp walks its keys 32 at a time, but adds their value rows one key after the
-// other: a load's latency per key, 0.6 us a key on an H200, which made attention most of a
-// greedy step's time. Here a block of four warps takes one query row, warp w the key chunks w,
-// w + 4, ... (so a lone row still has four warps loading), and per chunk of 32 keys:
-//   1. lane l scores key j0 + l: scale * q . k_j (+ the mask), -inf past the keys the row sees;
-//   2. the warp's max updates the running max (every lane's running sum and accumulator are
-//      rescaled by exp(old max - new max)), and lane l weighs its key: w_l = exp(score - max);
-//   3. lane l adds w_l * v_j to an accumulator of all DV columns: the 32 value rows of a chunk
-//      are loaded at once, one row per lane, 16 bytes at a time.
-// At the end each warp sums its lanes' accumulators (a reduce-scatter: lane l keeps DV / 32
-// columns), the warps' partial results go through shared memory, scaled to their common max,
-// and y = acc / sum, or zeros where no key counted.
+// other: a load's latency per key. Here a warp takes a query row's keys in chunks of 32, and its
+// lanes split each key row: L = D / 8 lanes read 8 values each (16 bytes in fp16), so that one
+// load instruction reads G = 32 / L whole consecutive rows (coalesced), and a lane's registers
+// hold only its 8 columns of the accumulator. Per chunk:
+//   1. pass t = 0..L-1: lane (g, s) = (lane / L, lane % L) multiplies q's columns 8s.. with key
+//      j0 + t * G + g's (the L loads in flight together), and a lane group's partial dots are
+//      summed by shuffles: each lane then has the scores of its group's L keys;
+//   2. the chunk's max over the groups updates the running max (the running sum and the
+//      accumulator rescaled by exp(old max - new max)), weights w = exp(score - max);
+//   3. the same passes over the value rows add w * v to the lane's 8 accumulator columns.
+// At the end the groups' sums are added (shuffles). W warps may share a row (W = 4 where few
+// rows would leave most of the GPU idle: a greedy step has one row per head), warp w taking
+// chunks w, w + W, ...; their partial results meet in shared memory, scaled to their common max.
+// y = acc / sum, or zeros where no key counted.
+// On an H200 this took the decoder step of a 1024-wide, 12-layer model (16 heads of 64, keys of
+// 64 positions in the cache and 40 of the source) from 2.117 to 1.774 ms at 128 rows (beam 4 over
+// 32 sources); the step before had a block of four warps per row, each lane a key's whole row.
 #include <type_traits>
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/attention_step.cuh"
-#include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/float_io.cuh"
 #include "backends/cuda/launch.cuh"
 
@@ -25,19 +30,18 @@ namespace kiln::cuda {
 
 namespace {
 
-using block_reduce::warp_max;
-using block_reduce::warp_sum;
 using float_io::store;
 using float_io::to_f32;
 
 constexpr int kWarps = 4;
 constexpr unsigned kFull = 0xffffffffu;
 
-// x[c + e] for e < 8 as floats, zeros at and past n: one or two 16-byte loads when `vector`
-// (rows of a multiple of 8 values, 16-byte aligned), else element by element.
-template <typename T>
-__device__ __forceinline__ void load8(const T* x, int64_t c, int64_t n, bool vector, float (&out)[8]) {
-  if (vector && c + 8 <= n) {
+// x[c + e] for e < 8 as floats: with VEC one or two 16-byte loads (the caller has checked that
+// rows are a multiple of 8 values, 16-byte aligned, and c + 8 <= n), else element by element,
+// zeros at and past n.
+template <bool VEC, typename T>
+__device__ __forceinline__ void load8(const T* x, int64_t c, int64_t n, float (&out)[8]) {
+  if constexpr (VEC) {
     if constexpr (std::is_same_v<T, __half>) {
       Half8 b;
       b.u = *reinterpret_cast<const uint4*>(x + c);
@@ -51,172 +55,223 @@ __device__ __forceinline__ void load8(const T* x, int64_t c, int64_t n, bool vec
       const float4 a = *reinterpret_cast<const float4*>(x + c), b = *reinterpret_cast<const float4*>(x + c + 4);
       out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w, out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
     }
-    return;
-  }
+  } else {
 #pragma unroll
-  for (int e = 0; e < 8; ++e) out[e] = c + e < n ? to_f32(x[c + e]) : 0.0f;
-}
-
-__device__ __forceinline__ bool vector_rows(const void* base, int64_t n) {
-  return n % 8 == 0 && reinterpret_cast<uintptr_t>(base) % 16 == 0;
-}
-
-// One halving of warp_reduce_scatter: lanes with `offset` set keep the upper Half of their
-// 2 * Half working columns, the others the lower, each adding its partner's (lane ^ offset)
-// copy. (Half is a template argument so that every index is a constant: a loop over levels
-// left the array in local memory.)
-template <int N, int Half>
-__device__ __forceinline__ void scatter_level(float (&a)[N], int lane, int offset, int* base) {
-  const bool upper = lane & offset;
-#pragma unroll
-  for (int t = 0; t < Half; ++t) {
-    const float lo = a[t], hi = a[t + Half];
-    a[t] = (upper ? hi : lo) + __shfl_xor_sync(kFull, upper ? lo : hi, offset);
+    for (int e = 0; e < 8; ++e) out[e] = c + e < n ? to_f32(x[c + e]) : 0.0f;
   }
-  if (upper) *base += Half;
 }
 
-// Sums a[0..N) over the warp's lanes, scattered: lane l ends with the sums of columns
-// [*first, *first + N / 32) in a[0..N / 32).
-template <int N>
-__device__ __forceinline__ void warp_reduce_scatter(float (&a)[N], int lane, int* first) {
-  *first = 0;
-  scatter_level<N, N / 2>(a, lane, 16, first);
-  scatter_level<N, N / 4>(a, lane, 8, first);
-  scatter_level<N, N / 8>(a, lane, 4, first);
-  scatter_level<N, N / 16>(a, lane, 2, first);
-  scatter_level<N, N / 32>(a, lane, 1, first);
+// Key (or value) j's row, in the rows of batch `from` (kv_rows' entry for it; b without).
+template <typename T>
+__device__ __forceinline__ const T* row_of(const T* base, const AttentionArgs& p, int64_t b, int64_t from, int64_t j,
+                                           int64_t width) {
+  return base + (from - b) * p.kv_heads * p.sk * width + j * width;
 }
 
-template <typename T, typename M, int DV>
-__global__ void __launch_bounds__(kWarps * 32) attention_step_kernel(AttentionArgs p) {
+__device__ __forceinline__ float mask_at(const AttentionArgs& p, const void* mask, int64_t j) {
+  const int64_t at = j * p.mask_strides[3];
+  return p.mask_type == DType::F16 ? __half2float(static_cast<const __half*>(mask)[at])
+                                   : static_cast<const float*>(mask)[at];
+}
+
+// D: head dims padded (64 or 128); W: warps per query row; VEC: 16-byte loads (load8).
+template <typename T, int D, int W, bool VEC>
+__global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(AttentionArgs p) {
+  constexpr int L = D / 8;   // lanes per key row
+  constexpr int G = 32 / L;  // key rows per pass
+  constexpr int kRowsPerBlock = kWarps / W;
   wait_for_predecessor();
-  __shared__ float part_acc[kWarps][DV];
-  __shared__ float part_max[kWarps], part_sum[kWarps];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t row = blockIdx.x;  // (b * heads + h) * sq + i
-  const int64_t i = row % p.sq, h = row / p.sq % p.heads, b = row / (p.sq * p.heads);
-  const int64_t g = h / (p.heads / p.kv_heads);
-  int64_t len = p.sk;
-  if (p.kv_length) {
-    len = p.kv_length_type == DType::I64 ? static_cast<const int64_t*>(p.kv_length)[b]
-                                         : static_cast<const int32_t*>(p.kv_length)[b];
-    if (len < 0 || len > p.sk) {
-      if (h == 0 && i == 0 && threadIdx.x == 0) atomicOr(p.error, p.error_bit);  // once per batch
-      len = len < 0 ? 0 : p.sk;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / L, sub = lane % L;
+  const int slot = warp / W, part = warp % W;  // the block's row slot, the warp's share of its keys
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + slot;  // (b * heads + h) * sq + i
+  const bool valid = row < p.batch * p.heads * p.sq;                            // uniform over the warp
+  float acc[8] = {};
+  float max = -INFINITY, sum = 0.0f;                // sum: the weights of this lane's group's keys
+  const int64_t c = static_cast<int64_t>(sub) * 8;  // the lane's columns c .. c + 7
+  if (valid) {
+    const int64_t i = row % p.sq, h = row / p.sq % p.heads, b = row / (p.sq * p.heads);
+    const int64_t g = h / (p.heads / p.kv_heads);
+    int64_t len = p.sk;
+    if (p.kv_length) {
+      len = p.kv_length_type == DType::I64 ? static_cast<const int64_t*>(p.kv_length)[b]
+                                           : static_cast<const int32_t*>(p.kv_length)[b];
+      if (len < 0 || len > p.sk) {
+        if (h == 0 && i == 0 && threadIdx.x % (32 * W) == 0) atomicOr(p.error, p.error_bit);  // once per batch
+        len = len < 0 ? 0 : p.sk;
+      }
+    }
+    int64_t seen = len;
+    if (p.causal) {
+      seen = i + len - p.sq + 1;
+      seen = seen < 0 ? 0 : seen > len ? len : seen;
+    }
+    const T* q = static_cast<const T*>(p.q) + row * p.d;
+    const T* k = static_cast<const T*>(p.k) + (b * p.kv_heads + g) * p.sk * p.d;
+    const T* v = static_cast<const T*>(p.v) + (b * p.kv_heads + g) * p.sk * p.dv;
+    const int64_t mask_at_row = b * p.mask_strides[0] + h * p.mask_strides[1] + i * p.mask_strides[2];
+    const void* mask =
+        p.mask ? static_cast<const char*>(p.mask) + (p.mask_type == DType::F16 ? 2 : 4) * mask_at_row : nullptr;
+    // Lanes past the head's columns load nothing (D > d); the others load a row for every key
+    // of the chunk, keys past `seen` reading the last key's row (then scored -inf), so that
+    // the loads of a pass have no branch and are in flight together.
+    const bool k_columns = c < p.d, v_columns = c < p.dv;
+    float qc[8] = {};
+    if (k_columns) load8<VEC>(q, c, p.d, qc);
+    for (int64_t j0 = static_cast<int64_t>(part) * 32; j0 < seen; j0 += W * 32) {
+      // The batch whose cache holds key j0 + lane, shuffled to the lanes that read that key.
+      const int from_lane = static_cast<int>(j0 + lane < seen ? kv_batch(p, b, j0 + lane) : b);
+      int from[L];
+      int key_row[L];  // < sk, which attention_step_fits bounds
+      float score[L];
+#pragma unroll
+      for (int t = 0; t < L; ++t) {
+        const int key = t * G + group;
+        from[t] = __shfl_sync(kFull, from_lane, key < seen - j0 ? key : static_cast<int>(seen - 1 - j0));
+        key_row[t] = static_cast<int>(j0 + key < seen ? j0 + key : seen - 1);
+        float x[8] = {};
+        if (k_columns) load8<VEC>(row_of(k, p, b, from[t], key_row[t], p.d), c, p.d, x);
+        float dot = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) dot = fmaf(qc[e], x[e], dot);
+        score[t] = dot;
+      }
+      float chunk_max = -INFINITY;
+#pragma unroll
+      for (int t = 0; t < L; ++t) {
+#pragma unroll
+        for (int offset = L / 2; offset >= 1; offset /= 2) score[t] += __shfl_xor_sync(kFull, score[t], offset);
+        const int64_t j = j0 + t * G + group;
+        score[t] = j < seen ? p.scale * score[t] + (mask ? mask_at(p, mask, j) : 0.0f) : -INFINITY;
+        chunk_max = fmaxf(chunk_max, score[t]);
+      }
+#pragma unroll
+      for (int offset = L; offset < 32; offset *= 2)
+        chunk_max = fmaxf(chunk_max, __shfl_xor_sync(kFull, chunk_max, offset));
+      if (chunk_max == -INFINITY) continue;  // uniform over the warp: nothing changes
+      const float new_max = fmaxf(max, chunk_max);
+      const float rescale = expf(max - new_max);  // 0 while max is -inf (acc and sum are 0 then)
+      max = new_max;
+      sum *= rescale;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] *= rescale;
+      if (!v_columns) {
+#pragma unroll
+        for (int t = 0; t < L; ++t) sum += expf(score[t] - new_max);
+        continue;
+      }
+#pragma unroll
+      for (int t = 0; t < L; ++t) {
+        const float w = expf(score[t] - new_max);  // 0 for -inf scores
+        sum += w;
+        float x[8];
+        load8<VEC>(row_of(v, p, b, from[t], key_row[t], p.dv), c, p.dv, x);
+        // A key of weight 0 adds nothing, even where its value row is not finite.
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] = w == 0.0f ? acc[e] : fmaf(w, x[e], acc[e]);
+      }
+    }
+    // The groups' keys together: every lane of a column slice then has the warp's sums.
+#pragma unroll
+    for (int offset = L; offset < 32; offset *= 2) {
+      sum += __shfl_xor_sync(kFull, sum, offset);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] += __shfl_xor_sync(kFull, acc[e], offset);
     }
   }
-  int64_t seen = len;
-  if (p.causal) {
-    seen = i + len - p.sq + 1;
-    seen = seen < 0 ? 0 : seen > len ? len : seen;
-  }
-  const T* q = static_cast<const T*>(p.q) + row * p.d;
-  const T* k = static_cast<const T*>(p.k) + (b * p.kv_heads + g) * p.sk * p.d;
-  const T* v = static_cast<const T*>(p.v) + (b * p.kv_heads + g) * p.sk * p.dv;
-  const M* mask =
-      p.mask ? static_cast<const M*>(p.mask) + b * p.mask_strides[0] + h * p.mask_strides[1] + i * p.mask_strides[2]
-             : nullptr;
-  const bool vector_k = vector_rows(k, p.d) && vector_rows(q, p.d), vector_v = vector_rows(v, p.dv);
-
-  float acc[DV] = {};
-  float max = -INFINITY, sum = 0.0f;  // sum: this lane's weights
-  for (int64_t j0 = static_cast<int64_t>(warp) * 32; j0 < seen; j0 += kWarps * 32) {
-    const int64_t j = j0 + lane;
-    float score = -INFINITY;
-    const int64_t from = j < seen ? kv_batch(p, b, j) : b;
-    if (j < seen) {
-      const T* kj = k + (from - b) * p.kv_heads * p.sk * p.d + j * p.d;
-      float dot = 0.0f;
+  if constexpr (W == 1) {
+    if (!valid || group != 0) return;
 #pragma unroll
-      for (int c = 0; c < DV; c += 8) {
-        if (c < p.d) {
-          float x[8], y[8];
-          load8(q, c, p.d, vector_k, x);  // the same address in every lane: a broadcast
-          load8(kj, c, p.d, vector_k, y);
+    for (int e = 0; e < 8; ++e)
+      if (c + e < p.dv) store(static_cast<T*>(p.y) + row * p.dv + c + e, max == -INFINITY ? 0.0f : acc[e] / sum);
+  } else {
+    __shared__ float part_acc[kWarps][D];
+    __shared__ float part_max[kWarps], part_sum[kWarps];
+    if (group == 0) {
 #pragma unroll
-          for (int e = 0; e < 8; ++e) dot = fmaf(x[e], y[e], dot);
+      for (int e = 0; e < 8; ++e) part_acc[warp][c + e] = acc[e];
+    }
+    if (lane == 0) {
+      part_max[warp] = max;
+      part_sum[warp] = sum;
+    }
+    __syncthreads();
+    if (!valid) return;
+    const int first = slot * W;  // the row's warps
+    float top = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < W; ++w) top = fmaxf(top, part_max[first + w]);
+    for (int64_t col = part * 32 + lane; col < p.dv; col += W * 32) {
+      float total = 0.0f, weight = 0.0f;
+      if (top != -INFINITY) {
+#pragma unroll
+        for (int w = 0; w < W; ++w) {
+          const float scale = expf(part_max[first + w] - top);  // 0 for a warp that saw no key
+          total = fmaf(part_acc[first + w][col], scale, total);
+          weight = fmaf(part_sum[first + w], scale, weight);
         }
       }
-      score = p.scale * dot;
-      if (mask) score += to_f32(mask[j * p.mask_strides[3]]);
+      store(static_cast<T*>(p.y) + row * p.dv + col, top == -INFINITY ? 0.0f : total / weight);
     }
-    const float chunk_max = warp_max(score);
-    if (chunk_max == -INFINITY) continue;  // uniform over the warp: nothing changes
-    const float new_max = fmaxf(max, chunk_max);
-    const float rescale = expf(max - new_max);  // 0 while max is -inf (acc and sum are 0 then)
-    const float w = expf(score - new_max);      // 0 for -inf scores
-    sum = sum * rescale + w;
-#pragma unroll
-    for (int c = 0; c < DV; ++c) acc[c] *= rescale;
-    max = new_max;
-    if (w == 0.0f) continue;
-    const T* vj = v + (from - b) * p.kv_heads * p.sk * p.dv + j * p.dv;
-#pragma unroll
-    for (int c = 0; c < DV; c += 8) {
-      if (c < p.dv) {
-        float x[8];
-        load8(vj, c, p.dv, vector_v, x);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[c + e] = fmaf(w, x[e], acc[c + e]);
-      }
-    }
-  }
-  sum = warp_sum(sum);
-  int first = 0;
-  warp_reduce_scatter(acc, lane, &first);
-#pragma unroll
-  for (int t = 0; t < DV / 32; ++t) part_acc[warp][first + t] = acc[t];
-  if (lane == 0) {
-    part_max[warp] = max;
-    part_sum[warp] = sum;
-  }
-  __syncthreads();
-  float top = -INFINITY;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) top = fmaxf(top, part_max[w]);
-  for (int c = threadIdx.x; c < p.dv; c += kWarps * 32) {
-    float total = 0.0f, weight = 0.0f;
-    if (top != -INFINITY) {
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) {
-        const float s = expf(part_max[w] - top);  // 0 for a warp that saw no key
-        total = fmaf(part_acc[w][c], s, total);
-        weight = fmaf(part_sum[w], s, weight);
-      }
-    }
-    store(static_cast<T*>(p.y) + row * p.dv + c, top == -INFINITY ? 0.0f : total / weight);
   }
 }
 
-template <typename T, int DV>
-void launch_typed(const AttentionArgs& p, cudaStream_t s) {
-  const auto grid = static_cast<unsigned>(p.batch * p.heads * p.sq);
-  if (p.mask && p.mask_type == DType::F16)
-    launch(attention_step_kernel<T, __half, DV>, grid, kWarps * 32, 0, s, p);
-  else
-    launch(attention_step_kernel<T, float, DV>, grid, kWarps * 32, 0, s, p);
+// Warps per query row: four where few rows would leave most of the GPU's warp slots empty,
+// fewer as the rows fill them (16 a multiprocessor: the kernel's registers allow no more),
+// and no more than the key chunks of the longest row. On an H200, one row per head of a greedy
+// step (16 rows) ran fastest with four (or two), 1024 rows with two, 2048 with one.
+int warps_per_row(const AttentionArgs& p) {
+  static const int sms = [] {
+    int device = 0, n = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device);
+    return n > 0 ? n : 1;
+  }();
+  const int64_t rows = p.batch * p.heads * p.sq, chunks = (p.sk + 31) / 32, slots = int64_t{sms} * 16;
+  int w = 4;
+  while (w > 1 && (rows * w > slots || w / 2 >= chunks)) w /= 2;
+  return w;
 }
+
+template <typename T, int D, bool VEC>
+void launch_split(const AttentionArgs& p, cudaStream_t s) {
+  const int64_t rows = p.batch * p.heads * p.sq;
+  auto go = [&](auto kernel, int w) {
+    const int64_t per_block = kWarps / w;
+    launch(kernel, static_cast<unsigned>((rows + per_block - 1) / per_block), kWarps * 32, 0, s, p);
+  };
+  switch (warps_per_row(p)) {
+    case 4:
+      return go(attention_step_kernel<T, D, 4, VEC>, 4);
+    case 2:
+      return go(attention_step_kernel<T, D, 2, VEC>, 2);
+    default:
+      return go(attention_step_kernel<T, D, 1, VEC>, 1);
+  }
+}
+
+bool aligned16(const void* x) { return reinterpret_cast<uintptr_t>(x) % 16 == 0; }
 
 template <typename T>
-void launch_dims(const AttentionArgs& p, cudaStream_t s) {
-  if (p.d <= 64 && p.dv <= 64)
-    launch_typed<T, 64>(p, s);
+void launch_typed(const AttentionArgs& p, cudaStream_t s) {
+  const bool vec = p.d % 8 == 0 && p.dv % 8 == 0 && aligned16(p.q) && aligned16(p.k) && aligned16(p.v);
+  const bool narrow = p.d <= 64 && p.dv <= 64;
+  if (vec)
+    narrow ? launch_split<T, 64, true>(p, s) : launch_split<T, 128, true>(p, s);
   else
-    launch_typed<T, 128>(p, s);
+    narrow ? launch_split<T, 64, false>(p, s) : launch_split<T, 128, false>(p, s);
 }
 
 }  // namespace
 
 bool attention_step_fits(const AttentionArgs& p) {
-  return p.d <= 128 && p.dv <= 128 && p.batch * p.heads * p.sq <= 0x7fffffff;
+  return p.d <= 128 && p.dv <= 128 && p.sk <= 0x7fffffff && p.batch * p.heads * p.sq <= 0x7fffffff;
 }
 
 void launch_attention_step(const AttentionArgs& p, cudaStream_t s) {
   if (p.type == DType::F16)
-    launch_dims<__half>(p, s);
+    launch_typed<__half>(p, s);
   else
-    launch_dims<float>(p, s);
+    launch_typed<float>(p, s);
 }
 
 }  // namespace kiln::cuda

@@ -2,10 +2,10 @@
 // prefix (Sq < Sk), padding masks (with a fully masked row, and in f32 under f16 q), finite bias
 // masks, a rank-1 mask, an explicit scale, kv_length (i32 and i64, a decoder step, a length of
 // 0), grouped-query heads, decoder-step shapes (many keys, heads of 64 to 160 wide), and 16 or
-// more query rows (image tokens) with masks, causal and kv_length; kv_rows (beam search's table of
-// cache rows) on each GPU kernel's path, its entries past kv_length out of range (never read).
-// Cases without kv_length, kv_rows or GQA also check the decomposition matmul -> add mask ->
-// softmax -> matmul, with causal as an explicit 0 / -inf constant mask.
+// more query rows (image tokens) with masks, causal and kv_length; thousands of step rows; kv_rows (beam search's table
+// of cache rows) on each GPU kernel's path, its entries past kv_length out of range (never read). Cases without
+// kv_length, kv_rows or GQA also check the decomposition matmul -> add mask -> softmax -> matmul, with causal as an
+// explicit 0 / -inf constant mask.
 #include <cmath>
 
 #include "core/dtype.h"
@@ -37,6 +37,13 @@ std::vector<float> kv_rows_table(const AttentionShape& s) {
       t[b * s.sk + j] = j < len ? static_cast<float>((7 * b + 3 * j + 1) % s.b) : 1000.0f;
     }
   return t;
+}
+
+// Lengths 1 .. sk spread over b batches (a batch of beams at different steps).
+std::vector<float> spread_lengths(int64_t b, int64_t sk) {
+  std::vector<float> out(static_cast<size_t>(b));
+  for (int64_t i = 0; i < b; ++i) out[i] = static_cast<float>(1 + (i * 37) % sk);
+  return out;
 }
 
 Shape mask_shape(const AttentionShape& s) {
@@ -115,6 +122,10 @@ KILN_OP_CASES(attention) {
       // kernel), 16 rows or more, and no kv_length (every entry read)
       {4, 2, 2, 1, 12, 8, 8, true, M::None, 0, {5, 12, 1, 9}, DType::I32, "step_kv_rows", true},
       {4, 4, 2, 1, 70, 64, 64, true, M::Padding, 0, {70, 3, 33, 64}, DType::I64, "step_gqa_kv_rows", true},
+      // Many step rows: the step kernel gives a row fewer warps as rows fill the GPU (on an
+      // H200, 768 rows two warps each, 2560 one).
+      {24, 32, 32, 1, 70, 64, 64, true, M::None, 0, spread_lengths(24, 70), DType::I64, "step_rows_2_warps", true},
+      {80, 32, 32, 1, 70, 32, 32, false, M::Padding, 0, spread_lengths(80, 70), DType::I32, "step_rows_1_warp", true},
       {2, 1, 1, 2, 20, 160, 160, false, M::None, 0, {20, 11}, DType::I32, "kv_rows_past_128", true},
       {2, 2, 2, 17, 30, 8, 8, true, M::None, 0, {30, 20}, DType::I64, "rows_kv_rows", true},
       {3, 2, 2, 2, 9, 8, 8, false, M::Bias, 0, {}, DType::I32, "kv_rows_no_length", true},
