@@ -1,5 +1,7 @@
 #include "graph/builder.h"
 
+#include <numeric>
+
 #include "core/error.h"
 
 namespace kiln {
@@ -85,17 +87,48 @@ int head_dim_of(const Tensor& q_w, int heads) {
 
 }  // namespace
 
+std::vector<int> GraphBuilder::stacked_linear(int x, const std::string& name, std::vector<Tensor> weights,
+                                              std::vector<Tensor> biases, const std::string& group) {
+  KILN_CHECK(!weights.empty() && weights.size() == biases.size(), "[build] {}: {} weights, {} biases", name,
+             weights.size(), biases.size());
+  const bool biased = !biases[0].shape.empty();
+  Tensor w, b;
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    KILN_CHECK(weights[i].shape.size() == 2 && weights[i].dim(1) == weights[0].dim(1),
+               "[build] {}: weight {} is {}, not [N, {}]", name, i, shape_string(weights[i].shape), weights[0].dim(1));
+    KILN_CHECK(biases[i].shape.empty() != biased, "[build] {}: some projections have a bias, some not", name);
+    KILN_CHECK(!biased || biases[i].shape == std::vector<int64_t>{weights[i].dim(0)},
+               "[build] {}: bias {} is {} for a weight of {} rows", name, i, shape_string(biases[i].shape),
+               weights[i].dim(0));
+    sizes.push_back(weights[i].dim(0));
+    w.data.insert(w.data.end(), weights[i].data.begin(), weights[i].data.end());
+    b.data.insert(b.data.end(), biases[i].data.begin(), biases[i].data.end());
+  }
+  const int64_t rows = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+  w.shape = {rows, weights[0].dim(1)};
+  if (biased) b.shape = {rows};
+  const int y = linear(x, name, std::move(w), std::move(b), Activation::None, group);
+  return g_.add_node("split", name + ".parts", {y}, {{"axis", int64_t{-1}}, {"sizes", sizes}}, group);
+}
+
 int GraphBuilder::attention(int x, int memory, const std::string& name, AttentionWeights w, int heads, int mask,
                             bool causal, int residual, const std::string& group, int kv_length) {
   const int dh = head_dim_of(w.q_w, heads);
-  const int q = split_heads(linear(x, name + ".q_proj", std::move(w.q_w), std::move(w.q_b), Activation::None, group),
-                            name + ".q", heads, dh, group);
-  const int k =
-      split_heads(linear(memory, name + ".k_proj", std::move(w.k_w), std::move(w.k_b), Activation::None, group),
-                  name + ".k", heads, dh, group);
-  const int v =
-      split_heads(linear(memory, name + ".v_proj", std::move(w.v_w), std::move(w.v_b), Activation::None, group),
-                  name + ".v", heads, dh, group);
+  int q, k, v;
+  if (x == memory) {
+    const auto qkv = stacked_linear(x, name + ".qkv_proj", {std::move(w.q_w), std::move(w.k_w), std::move(w.v_w)},
+                                    {std::move(w.q_b), std::move(w.k_b), std::move(w.v_b)}, group);
+    q = qkv[0], k = qkv[1], v = qkv[2];
+  } else {
+    q = linear(x, name + ".q_proj", std::move(w.q_w), std::move(w.q_b), Activation::None, group);
+    const auto kv = stacked_linear(memory, name + ".kv_proj", {std::move(w.k_w), std::move(w.v_w)},
+                                   {std::move(w.k_b), std::move(w.v_b)}, group);
+    k = kv[0], v = kv[1];
+  }
+  q = split_heads(q, name + ".q", heads, dh, group);
+  k = split_heads(k, name + ".k", heads, dh, group);
+  v = split_heads(v, name + ".v", heads, dh, group);
   const int a = g_.add("attention", name + ".sdpa", {q, k, v, mask, kv_length}, {{"causal", int64_t{causal}}}, group);
   return linear(merge_heads(a, name, group), name + ".out_proj", std::move(w.o_w), std::move(w.o_b), Activation::None,
                 group, residual);
@@ -104,12 +137,11 @@ int GraphBuilder::attention(int x, int memory, const std::string& name, Attentio
 int GraphBuilder::cached_self_attention(int x, const std::string& name, AttentionWeights w, int heads,
                                         const KvCache& cache, int residual, const std::string& group) {
   const int dh = head_dim_of(w.q_w, heads);
-  const int q = split_heads(linear(x, name + ".q_proj", std::move(w.q_w), std::move(w.q_b), Activation::None, group),
-                            name + ".q", heads, dh, group);
-  const int k = split_heads(linear(x, name + ".k_proj", std::move(w.k_w), std::move(w.k_b), Activation::None, group),
-                            name + ".k", heads, dh, group);
-  const int v = split_heads(linear(x, name + ".v_proj", std::move(w.v_w), std::move(w.v_b), Activation::None, group),
-                            name + ".v", heads, dh, group);
+  const auto qkv = stacked_linear(x, name + ".qkv_proj", {std::move(w.q_w), std::move(w.k_w), std::move(w.v_w)},
+                                  {std::move(w.q_b), std::move(w.k_b), std::move(w.v_b)}, group);
+  const int q = split_heads(qkv[0], name + ".q", heads, dh, group);
+  const int k = split_heads(qkv[1], name + ".k", heads, dh, group);
+  const int v = split_heads(qkv[2], name + ".v", heads, dh, group);
   const Attrs seq_axis{{"axis", int64_t{2}}};
   const int keys =
       g_.add("dynamic_update_slice", name + ".k_cache", {cache.k_state, k, cache.position}, seq_axis, group);

@@ -109,19 +109,21 @@ void build_encoder(ModelDefinition& def, const EncoderDecoderConfig& c, const En
   }
   if (c.pre_norm) x = L.layer_norm(x, "model.encoder.layer_norm");
   b.output("hidden", x);
-  // Each decoder layer's cross-attention keys and values of the encoder's output, into the
-  // rows of the sources' beams.
+  // Each decoder layer's cross-attention keys and values of the encoder's output (one stacked
+  // projection a layer), into the rows of the sources' beams.
   const int dh = L.head_dim(c.decoder_heads);
   for (int l = 0; l < c.decoder_layers; ++l) {
     const std::string name = "model.decoder.layers." + std::to_string(l) + ".encoder_attn";
-    for (const char* kv : {"k", "v"}) {
-      const std::string proj = name + "." + kv + "_proj";
-      const int y = b.linear(x, proj, L.load(proj + ".weight", {c.d_model, c.d_model}),
-                             L.load(proj + ".bias", {c.d_model}), Activation::None, "attention");
-      const int heads = b.split_heads(y, name + "." + kv, c.decoder_heads, dh, "attention");
-      const int state = g.add_state(std::string("cross_") + kv + "." + std::to_string(l), DType::F32,
+    const int64_t d = c.d_model;
+    const auto kv = b.stacked_linear(
+        x, name + ".kv_proj", {L.load(name + ".k_proj.weight", {d, d}), L.load(name + ".v_proj.weight", {d, d})},
+        {L.load(name + ".k_proj.bias", {d}), L.load(name + ".v_proj.bias", {d})}, "attention");
+    for (int part = 0; part < 2; ++part) {
+      const std::string kv_name = part == 0 ? "k" : "v";
+      const int heads = b.split_heads(kv[part], name + "." + kv_name, c.decoder_heads, dh, "attention");
+      const int state = g.add_state("cross_" + kv_name + "." + std::to_string(l), DType::F32,
                                     cache_shape(c.decoder_heads, "memory", dh));
-      b.op("write_rows", name + "." + kv + "_rows", {state, heads, rows}, {}, "attention");
+      b.op("write_rows", name + "." + kv_name + "_rows", {state, heads, rows}, {}, "attention");
     }
   }
 }
