@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <numeric>
 
 #include "bundle/bundle.h"
@@ -57,8 +58,10 @@ std::vector<HostTensor> made_up_inputs(const Graph& g, const Bindings& sizes, co
     HostTensor& t = out.back();
     if (t.dtype == DType::I64)
       std::fill_n(t.as<int64_t>(), t.numel(), static_cast<int64_t>(it->second));
-    else if (t.dtype == DType::I32)
+    else if (t.dtype == DType::I32 && it->second <= std::numeric_limits<int32_t>::max())
       std::fill_n(t.as<int32_t>(), t.numel(), static_cast<int32_t>(it->second));
+    else if (t.dtype == DType::I32)
+      fail("[bench] --values: {} does not fit input '{}' (int32)", it->second, val.name);
     else
       fail("[bench] --values: input '{}' is {}, not an integer", val.name, dtype_name(t.dtype));
   }
