@@ -13,6 +13,7 @@
 #include "graph/family_registry.h"
 #include "kiln/kiln.h"
 #include "quantize/calibrate.h"
+#include "quantize/calibrate_detection.h"
 #include "quantize/calibrate_text.h"
 #include "quantize/recipe.h"
 #include "tasks/classification/preprocess.h"
@@ -129,13 +130,17 @@ Status build(const std::string& source, const std::string& output_path, const Bu
       auto layers = select_fp8_layers(def, recipe);
       KILN_CHECK(!layers.empty(), "[build] recipe {} selects no layer of {}", recipe.name, def.architecture);
       CalibrationOptions calib{options.calib, options.calib_samples, options.calib_method};
-      // Text models calibrate on sentences, image models on images.
-      const bool text = def.task == "translation" || def.task == "summarization";
-      apply_fp8(def, layers,
-                text ? calibrate_text_activations(def, layers, recipe, calib)
-                     : calibrate_activations(
-                           def, layers, classification::PreprocessConfig::from_json(def.task_config.at("preprocess")),
-                           recipe, calib));
+      // Each task calibrates on its own kind of data, run as the task runs it: sentences for
+      // text models, a detection dataset's images for detectors, images for classifiers.
+      Fp8Clips clips;
+      if (def.task == "translation" || def.task == "summarization")
+        clips = calibrate_text_activations(def, layers, recipe, calib);
+      else if (def.task == "object_detection")
+        clips = calibrate_detection_activations(def, layers, recipe, calib);
+      else
+        clips = calibrate_activations(
+            def, layers, classification::PreprocessConfig::from_json(def.task_config.at("preprocess")), recipe, calib);
+      apply_fp8(def, layers, clips);
       std::set<std::string> distinct;  // a layer held by several graphs counts once
       for (const auto& l : layers) distinct.insert(l.weight);
       fp8_layers = static_cast<int>(distinct.size());

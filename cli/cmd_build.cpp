@@ -22,8 +22,8 @@ Command add_build(CLI::App& app) {
   cmd->add_option("--labels", args->labels, "Class names: JSON list, JSON object {index: name}, or one per line");
   cmd->add_option("--recipe", args->recipe, "fp8: a recipe the family ships (default: its first) or a .json file");
   cmd->add_option("--calib", args->calib,
-                  "fp8: calibration data: images (shards, labels.tsv folder or ImageFolder), or for text models a file "
-                  "of one sentence a line");
+                  "fp8: calibration data: images (shards, labels.tsv folder or ImageFolder), for detectors a YOLO "
+                  "folder (its images/), for text models a file of one sentence a line");
   cmd->add_option("--calib-samples", args->calib_samples, "fp8: how many calibration images or sentences")
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--calib-method", args->calib_method, "fp8: override the recipe's calibration")

@@ -1,20 +1,15 @@
 #include "quantize/calibrate_text.h"
 
-#include <unistd.h>
-
-#include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "api/model_access.h"
-#include "bundle/bundle.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "kiln/kiln.h"
+#include "quantize/calibration_bundle.h"
 
 namespace kiln {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -31,25 +26,15 @@ std::vector<std::string> read_sentences(const std::string& path, size_t limit) {
   return lines;
 }
 
-// Removes the temporary bundle however calibration ends.
-struct TempFile {
-  fs::path path;
-  ~TempFile() {
-    std::error_code ec;
-    fs::remove(path, ec);
-  }
-};
-
 }  // namespace
 
 Fp8Clips calibrate_text_activations(const ModelDefinition& def, const std::vector<Fp8Layer>& layers,
                                     const QuantRecipe& recipe, const CalibrationOptions& o) {
   KILN_CHECK(o.samples > 0, "[calibrate] --calib-samples must be at least 1");
   const std::vector<std::string> sentences = read_sentences(o.data, o.samples);
-  const TempFile bundle{fs::temp_directory_path() / fmt::format("kiln-calibrate-{}.bundle", getpid())};
-  write_bundle(bundle.path.string(), def, BuildInfo{});
+  const CalibrationBundle bundle(def);
   std::unique_ptr<TextGenerator> generator;
-  Status s = TextGenerator::load(bundle.path.string(), &generator, "cpu-reference");
+  Status s = TextGenerator::load(bundle.path(), &generator, "cpu-reference");
   KILN_CHECK(s.ok(), "[calibrate] {}", s.message());
 
   std::map<std::string, AbsHistogram> hist;

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 std::vector<std::string> yolo_images(const std::string& folder) {
   const fs::path dir = fs::path(folder) / "images";
-  KILN_CHECK(fs::is_directory(dir), "[eval] {} has no images/ folder (a YOLO dataset: images/ and labels/)", folder);
+  KILN_CHECK(fs::is_directory(dir), "[dataset] {} has no images/ folder (a YOLO dataset: images/ and labels/)", folder);
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(dir)) {
     std::string ext = e.path().extension().string();
@@ -27,7 +27,7 @@ std::vector<std::string> yolo_images(const std::string& folder) {
       out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());
-  KILN_CHECK(!out.empty(), "[eval] {} holds no JPEG, PNG or WebP image", dir.string());
+  KILN_CHECK(!out.empty(), "[dataset] {} holds no JPEG, PNG or WebP image", dir.string());
   return out;
 }
 

@@ -1,0 +1,45 @@
+#include "quantize/calibrate_detection.h"
+
+#include <map>
+
+#include "core/error.h"
+#include "core/progress.h"
+#include "quantize/calibration_bundle.h"
+#include "tasks/detection/detector.h"
+#include "tasks/detection/evaluate.h"
+#include "tasks/image/image.h"
+
+namespace kiln {
+
+Fp8Clips calibrate_detection_activations(const ModelDefinition& def, const std::vector<Fp8Layer>& layers,
+                                         const QuantRecipe& recipe, const CalibrationOptions& o) {
+  KILN_CHECK(o.samples > 0, "[calibrate] --calib-samples must be at least 1");
+  std::vector<std::string> paths = detection::yolo_images(o.data);
+  if (paths.size() > o.samples) paths.resize(o.samples);
+  const CalibrationBundle bundle(def);
+  detection::Detector detector(Bundle::open(bundle.path()), "cpu-reference");
+  // The reference engine runs the graph as built (no rewrites), so its node indices are the
+  // definition's.
+  const std::string graph = def.task_config.value("graph", std::string("main"));
+  std::map<std::string, AbsHistogram> hist;
+  std::map<int, AbsHistogram*> by_node;
+  for (const auto& l : layers) {
+    KILN_CHECK(l.graph == graph, "[calibrate] layer {} is not in the detector's graph {}", l.weight, graph);
+    by_node[l.node] = &hist[l.weight];
+  }
+  detector.engine().set_observer([&](int node, const float* x, int64_t count) {
+    auto it = by_node.find(node);
+    if (it != by_node.end()) it->second->add(x, count);
+  });
+  ProgressBar bar("calibrate", paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const Image image = load_image(paths[i], /*exif_orientation=*/true);  // as `kiln detect` reads it
+    detector.detect({&image}, detection::DetectOptions{});
+    bar.update(i + 1);
+  }
+  bar.finish();
+  for (const auto& l : layers) KILN_CHECK(hist.at(l.weight).seen > 0, "[calibrate] layer {} saw no input", l.weight);
+  return clips_of(hist, recipe, o);
+}
+
+}  // namespace kiln
