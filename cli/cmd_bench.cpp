@@ -125,10 +125,12 @@ Command add_bench(CLI::App& app) {
                graph_name);
     const Bindings values = parse_assignments(args->values, "--values", 0);
     const std::vector<int> graph_inputs = g.inputs();
-    for (const auto& [name, value] : values)
+    for (const auto& entry : values) {
+      const std::string& name = entry.first;  // a plain reference: lambdas may not capture structured bindings
       KILN_CHECK(
           std::any_of(graph_inputs.begin(), graph_inputs.end(), [&](int v) { return g.values()[v].name == name; }),
           "[bench] --values: graph {} has no input '{}'", graph_name, name);
+    }
     Engine engine(g, bundle->constants(), bundle->engine_options(args->device));
     const bool gpu = engine.device().rfind("cpu", 0) != 0;  // "cpu", "cpu-reference"
     const int calls = args->calls > 0 ? args->calls : (gpu ? 20 : 1);
