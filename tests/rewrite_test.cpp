@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "checkpoints/safetensors.h"
+#include "graph/builder.h"
 #include "graph/family_registry.h"
 #include "graph/rewrites/rewrite.h"
 #include "tests/fusing_backend.h"
@@ -65,6 +66,31 @@ TEST(Rewrites, DecoderStepTransposesBecomeViews) {
     EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-5) << "step " << t;
   }
   EXPECT_EQ(op_counts(*fusing_engine(def, false, "encoder"))["transpose"], 8);
+}
+
+// A conv writes E4M3 for its FP8 reader only where the backend runs both so: a backend whose
+// fast kernels take E4M3 input only in some convs keeps fp16 between the others.
+TEST(Rewrites, AnFp8OutputOnlyWhereItsReaderKeepsAFastKernel) {
+  ModelDefinition def;
+  GraphBuilder b(def);
+  const int x = b.input("x", DType::F16, {{1, ""}, {4, ""}, {4, ""}, {8, ""}});
+  Tensor w({8, 1, 1, 8}), scale({8});
+  for (int o = 0; o < 8; ++o) w.data[o * 8 + o] = scale.data[o] = 1.0f;
+  const int a = b.op("conv2d", "a", {x, b.weight("a.weight", w, DType::F16)});
+  const int wq = b.weight("b.weight", w, DType::F8E4M3), sq = b.weight("b.weight_scale", scale);
+  b.output("y", b.op("conv2d", "b", {a, wq, -1, sq}, {{"input_scale", 0.5}}));
+  def.validate();
+  auto rewritten = [&](const std::function<bool(const Graph&, const Node&)>& fast) {
+    Graph g = def.graph();
+    for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) g.node(i).device = "gpu";
+    fuse_fp8_output(g, RewriteContext{"gpu", fast});
+    return g.values()[a].dtype;
+  };
+  EXPECT_EQ(rewritten([](const Graph&, const Node&) { return true; }), DType::F8E4M3);
+  EXPECT_EQ(rewritten([](const Graph& g, const Node& n) {
+              return !(n.op == "conv2d" && g.values()[n.inputs[0]].dtype == DType::F8E4M3);
+            }),
+            DType::F16);
 }
 
 TEST(Rewrites, TheB0CheckpointRewrittenComputesTheSame) {
