@@ -112,23 +112,14 @@ std::vector<int> GraphBuilder::stacked_linear(int x, const std::string& name, st
   return g_.add_node("split", name + ".parts", {y}, {{"axis", int64_t{-1}}, {"sizes", sizes}}, group);
 }
 
-int GraphBuilder::attention(int x, int memory, const std::string& name, AttentionWeights w, int heads, int mask,
-                            bool causal, int residual, const std::string& group, int kv_length) {
+int GraphBuilder::self_attention(int x, const std::string& name, AttentionWeights w, int heads, int mask, bool causal,
+                                 int residual, const std::string& group, int kv_length) {
   const int dh = head_dim_of(w.q_w, heads);
-  int q, k, v;
-  if (x == memory) {
-    const auto qkv = stacked_linear(x, name + ".qkv_proj", {std::move(w.q_w), std::move(w.k_w), std::move(w.v_w)},
-                                    {std::move(w.q_b), std::move(w.k_b), std::move(w.v_b)}, group);
-    q = qkv[0], k = qkv[1], v = qkv[2];
-  } else {
-    q = linear(x, name + ".q_proj", std::move(w.q_w), std::move(w.q_b), Activation::None, group);
-    const auto kv = stacked_linear(memory, name + ".kv_proj", {std::move(w.k_w), std::move(w.v_w)},
-                                   {std::move(w.k_b), std::move(w.v_b)}, group);
-    k = kv[0], v = kv[1];
-  }
-  q = split_heads(q, name + ".q", heads, dh, group);
-  k = split_heads(k, name + ".k", heads, dh, group);
-  v = split_heads(v, name + ".v", heads, dh, group);
+  const auto qkv = stacked_linear(x, name + ".qkv_proj", {std::move(w.q_w), std::move(w.k_w), std::move(w.v_w)},
+                                  {std::move(w.q_b), std::move(w.k_b), std::move(w.v_b)}, group);
+  const int q = split_heads(qkv[0], name + ".q", heads, dh, group);
+  const int k = split_heads(qkv[1], name + ".k", heads, dh, group);
+  const int v = split_heads(qkv[2], name + ".v", heads, dh, group);
   const int a = g_.add("attention", name + ".sdpa", {q, k, v, mask, kv_length}, {{"causal", int64_t{causal}}}, group);
   return linear(merge_heads(a, name, group), name + ".out_proj", std::move(w.o_w), std::move(w.o_b), Activation::None,
                 group, residual);

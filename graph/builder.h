@@ -70,14 +70,12 @@ class GraphBuilder {
   // back along its last dim. Returns the N_i-wide parts in order.
   std::vector<int> stacked_linear(int x, const std::string& name, std::vector<Tensor> weights,
                                   std::vector<Tensor> biases, const std::string& group = {});
-  // Multi-head attention of queries from x [B, S, D] over keys and values from `memory`
-  // [B, T, D] (x itself for self-attention), with an optional additive mask broadcasting to
-  // [B, heads, S, T] and optional valid key counts kv_length [B], then the output projection
-  // and `residual` added. Weights are named "<name>.q_proj.weight" and so on, as Hugging Face's
-  // encoder-decoder models name them; in self-attention q, k and v are one stacked_linear
-  // "<name>.qkv_proj".
-  int attention(int x, int memory, const std::string& name, AttentionWeights w, int heads, int mask, bool causal,
-                int residual, const std::string& group = "attention", int kv_length = -1);
+  // Multi-head self-attention over x [B, S, D], with an optional additive mask broadcasting to
+  // [B, heads, S, S] and optional valid key counts kv_length [B], then the output projection
+  // and `residual` added. The weights are Hugging Face's encoder-decoder layout (q_proj, k_proj,
+  // v_proj, out_proj); q, k and v become one stacked_linear "<name>.qkv_proj".
+  int self_attention(int x, const std::string& name, AttentionWeights w, int heads, int mask, bool causal, int residual,
+                     const std::string& group = "attention", int kv_length = -1);
   // Self-attention of a decoder step: the step's keys and values are written into the cache at
   // its position, and the queries attend to the cache's valid length (q, k, v stacked, as above).
   int cached_self_attention(int x, const std::string& name, AttentionWeights w, int heads, const KvCache& cache,

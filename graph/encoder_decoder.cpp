@@ -101,8 +101,8 @@ void build_encoder(ModelDefinition& def, const EncoderDecoderConfig& c, const En
   for (int l = 0; l < c.encoder_layers; ++l) {
     const std::string name = "model.encoder.layers." + std::to_string(l);
     x = L.block(x, name + ".self_attn_layer_norm", [&](int h, int residual) {
-      return b.attention(h, h, name + ".self_attn", L.attention_weights(name + ".self_attn"), c.encoder_heads, -1,
-                         false, residual, "attention", length);
+      return b.self_attention(h, name + ".self_attn", L.attention_weights(name + ".self_attn"), c.encoder_heads, -1,
+                              false, residual, "attention", length);
     });
     x = L.block(x, name + ".final_layer_norm",
                 [&](int h, int residual) { return L.feed_forward(h, name, c.encoder_ffn, residual); });

@@ -65,7 +65,7 @@ inline ModelDefinition tiny_transformer(const TinyTransformer& t = {}, uint32_t 
   auto layer = [&](GraphBuilder& b, int x, const std::string& name, Layer w, int mask, bool causal,
                    const KvCache* cache) {
     const int a = cache ? b.cached_self_attention(x, name + ".self_attn", w.self, t.heads, *cache, x)
-                        : b.attention(x, x, name + ".self_attn", w.self, t.heads, mask, causal, x);
+                        : b.self_attention(x, name + ".self_attn", w.self, t.heads, mask, causal, x);
     const int n1 = b.layer_norm(a, name + ".self_attn_layer_norm", w.ln1_g, w.ln1_b, 1e-5);
     const int f = b.feed_forward(n1, name, w.fc1_w, w.fc1_b, w.fc2_w, w.fc2_b, Activation::Gelu, n1);
     return b.layer_norm(f, name + ".final_layer_norm", w.ln2_g, w.ln2_b, 1e-5);
