@@ -83,6 +83,19 @@ Fp8Clips clips_of(const std::map<std::string, AbsHistogram>& hist, const QuantRe
   return clips;
 }
 
+void observe_layer_inputs(Engine& engine, const std::vector<Fp8Layer>& layers, const std::string& graph,
+                          std::map<std::string, AbsHistogram>& hist) {
+  std::map<int, AbsHistogram*> by_node;
+  for (const auto& l : layers) {
+    KILN_CHECK(l.graph == graph, "[calibrate] layer {} is not in the model's graph {}", l.weight, graph);
+    by_node[l.node] = &hist[l.weight];
+  }
+  engine.set_observer([by_node](int node, const float* x, int64_t count) {
+    auto it = by_node.find(node);
+    if (it != by_node.end()) it->second->add(x, count);
+  });
+}
+
 Fp8Clips calibrate_activations(const ModelDefinition& def, const std::vector<Fp8Layer>& layers,
                                const classification::PreprocessConfig& pre, const QuantRecipe& recipe,
                                const CalibrationOptions& o) {
@@ -92,15 +105,7 @@ Fp8Clips calibrate_activations(const ModelDefinition& def, const std::vector<Fp8
   // see a conv's input before its fused squeeze-excite gate).
   Engine engine(def.graph(), def.constants(), EngineOptions{"cpu-reference"});
   std::map<std::string, AbsHistogram> hist;
-  std::map<int, AbsHistogram*> by_node;
-  for (const auto& l : layers) {
-    KILN_CHECK(l.graph == "main", "[calibrate] layer {} is not in the image model's main graph", l.weight);
-    by_node[l.node] = &hist[l.weight];
-  }
-  engine.set_observer([&](int node, const float* x, int64_t count) {
-    auto it = by_node.find(node);
-    if (it != by_node.end()) it->second->add(x, count);
-  });
+  observe_layer_inputs(engine, layers, "main", hist);
   auto dataset = open_image_dataset(o.data);
   const size_t per = static_cast<size_t>(pre.channels) * pre.height * pre.width;
   ProgressBar bar("calibrate", o.samples);

@@ -38,6 +38,11 @@ struct AbsHistogram {
   void add(const float* x, int64_t n);
   float clip(const std::string& method, double percentile) const;
 };
+// Makes `engine` (the reference kernels over `graph` as built, so that its node indices are the
+// definition's) add each selected layer's input to hist[layer.weight] as it runs; every layer
+// must be in `graph`. `hist` must outlive the engine's runs.
+void observe_layer_inputs(Engine& engine, const std::vector<Fp8Layer>& layers, const std::string& graph,
+                          std::map<std::string, AbsHistogram>& hist);
 // Each histogram's clip by the options' method (else the recipe's).
 Fp8Clips clips_of(const std::map<std::string, AbsHistogram>& hist, const QuantRecipe& recipe,
                   const CalibrationOptions& options);

@@ -18,19 +18,8 @@ Fp8Clips calibrate_detection_activations(const ModelDefinition& def, const std::
   if (paths.size() > o.samples) paths.resize(o.samples);
   const CalibrationBundle bundle(def);
   detection::Detector detector(Bundle::open(bundle.path()), "cpu-reference");
-  // The reference engine runs the graph as built (no rewrites), so its node indices are the
-  // definition's.
-  const std::string graph = def.task_config.value("graph", std::string("main"));
   std::map<std::string, AbsHistogram> hist;
-  std::map<int, AbsHistogram*> by_node;
-  for (const auto& l : layers) {
-    KILN_CHECK(l.graph == graph, "[calibrate] layer {} is not in the detector's graph {}", l.weight, graph);
-    by_node[l.node] = &hist[l.weight];
-  }
-  detector.engine().set_observer([&](int node, const float* x, int64_t count) {
-    auto it = by_node.find(node);
-    if (it != by_node.end()) it->second->add(x, count);
-  });
+  observe_layer_inputs(detector.engine(), layers, def.task_config.value("graph", std::string("main")), hist);
   ProgressBar bar("calibrate", paths.size());
   for (size_t i = 0; i < paths.size(); ++i) {
     const Image image = load_image(paths[i], /*exif_orientation=*/true);  // as `kiln detect` reads it
