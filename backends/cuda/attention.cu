@@ -1,6 +1,8 @@
-// attention with an online softmax: no score matrix in memory, any head dims.
+// attention with an online softmax: no score matrix in memory, any head dims, on CUDA cores: the
+// cases the tensor-core kernel (attention_mma.cu: fp16, 16 rows or more, heads up to 128 wide)
+// and the step kernel (attention_step.cu: fewer rows) do not take.
 // A warp per group of R query rows of one (b, h) (R = 4 for 16 rows or more; R = 1 for fewer
-// rows with heads over 128 wide: attention_step.cu takes the other short cases), four warps per
+// rows with heads over 128 wide), four warps per
 // block, and per 256 columns of the output (blockIdx.y: column chunk; a head dim past 256
 // recomputes the scores per chunk). The warp walks the keys its rows may see (j < seen:
 // kv_length and the causal limit) 32 at a time, and per row of the group:
@@ -19,6 +21,7 @@
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/attention.cuh"
+#include "backends/cuda/attention_mma.cuh"
 #include "backends/cuda/attention_step.cuh"
 #include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/float_io.cuh"
@@ -90,25 +93,12 @@ __global__ void attention_kernel(AttentionArgs p) {
   if (group >= p.batch * p.heads * groups) return;  // the whole warp
   const int64_t b = group / (p.heads * groups), h = group / groups % p.heads, i0 = group % groups * R;
   const int64_t g = h / (p.heads / p.kv_heads);
-  int64_t len = p.sk;
-  if (p.kv_length) {
-    len = p.kv_length_type == DType::I64 ? static_cast<const int64_t*>(p.kv_length)[b]
-                                         : static_cast<const int32_t*>(p.kv_length)[b];
-    if (len < 0 || len > p.sk) {
-      if (h == 0 && i0 == 0 && lane == 0 && blockIdx.y == 0) atomicOr(p.error, p.error_bit);  // once per batch
-      len = len < 0 ? 0 : p.sk;
-    }
-  }
+  const int64_t len = kv_limit(p, b, h == 0 && i0 == 0 && lane == 0 && blockIdx.y == 0);
   // Keys row i0 + r sees: j < seen[r] (0 for rows past sq); the warp walks up to the most any sees.
   int64_t seen[R], walk = 0;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    const int64_t i = i0 + r;
-    seen[r] = i < p.sq ? len : 0;
-    if (p.causal && i < p.sq) {
-      seen[r] = i + len - p.sq + 1;
-      seen[r] = seen[r] < 0 ? 0 : seen[r] > len ? len : seen[r];
-    }
+    seen[r] = i0 + r < p.sq ? keys_seen(p, i0 + r, len) : 0;
     walk = seen[r] > walk ? seen[r] : walk;
   }
   const int rows = p.sq - i0 < R ? static_cast<int>(p.sq - i0) : R;  // rows of the group inside sq
@@ -191,7 +181,9 @@ void launch_typed(const AttentionArgs& p, cudaStream_t s) {
 
 template <typename T>
 void launch_rows(const AttentionArgs& p, cudaStream_t s) {
-  if (p.sq >= 16)
+  if (attention_mma_fits(p))
+    launch_attention_mma(p, s);
+  else if (p.sq >= 16)
     launch_typed<T, 4>(p, s);
   else if (attention_step_fits(p))
     launch_attention_step(p, s);

@@ -44,6 +44,25 @@ struct AttentionArgs {
 void launch_attention(const AttentionArgs& args, cudaStream_t stream);
 
 #if defined(__CUDACC__)
+// Keys the queries of batch b may see: kv_length[b], or sk without kv_length. A length outside
+// [0, sk] is clamped into it, and sets error_bit where `report` (one thread per batch reports).
+__device__ __forceinline__ int64_t kv_limit(const AttentionArgs& p, int64_t b, bool report) {
+  if (!p.kv_length) return p.sk;
+  const int64_t len = p.kv_length_type == DType::I64 ? static_cast<const int64_t*>(p.kv_length)[b]
+                                                     : static_cast<const int32_t*>(p.kv_length)[b];
+  if (len >= 0 && len <= p.sk) return len;
+  if (report) atomicOr(p.error, p.error_bit);
+  return len < 0 ? 0 : p.sk;
+}
+
+// Of the first `len` keys, how many query i sees: all, or with causal those j <= i + len - sq.
+// Never decreases with i.
+__device__ __forceinline__ int64_t keys_seen(const AttentionArgs& p, int64_t i, int64_t len) {
+  if (!p.causal) return len;
+  const int64_t seen = i + len - p.sq + 1;
+  return seen < 0 ? 0 : seen > len ? len : seen;
+}
+
 // The batch whose keys and values key j of batch b reads: kv_rows[b, j], or b without kv_rows.
 __device__ __forceinline__ int64_t kv_batch(const AttentionArgs& p, int64_t b, int64_t j) {
   if (!p.kv_rows) return b;

@@ -91,20 +91,8 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
   if (valid) {
     const int64_t i = row % p.sq, h = row / p.sq % p.heads, b = row / (p.sq * p.heads);
     const int64_t g = h / (p.heads / p.kv_heads);
-    int64_t len = p.sk;
-    if (p.kv_length) {
-      len = p.kv_length_type == DType::I64 ? static_cast<const int64_t*>(p.kv_length)[b]
-                                           : static_cast<const int32_t*>(p.kv_length)[b];
-      if (len < 0 || len > p.sk) {
-        if (h == 0 && i == 0 && threadIdx.x % (32 * W) == 0) atomicOr(p.error, p.error_bit);  // once per batch
-        len = len < 0 ? 0 : p.sk;
-      }
-    }
-    int64_t seen = len;
-    if (p.causal) {
-      seen = i + len - p.sq + 1;
-      seen = seen < 0 ? 0 : seen > len ? len : seen;
-    }
+    const int64_t len = kv_limit(p, b, h == 0 && i == 0 && threadIdx.x % (32 * W) == 0);
+    const int64_t seen = keys_seen(p, i, len);
     const T* q = static_cast<const T*>(p.q) + row * p.d;
     const T* k = static_cast<const T*>(p.k) + (b * p.kv_heads + g) * p.sk * p.d;
     const T* v = static_cast<const T*>(p.v) + (b * p.kv_heads + g) * p.sk * p.dv;

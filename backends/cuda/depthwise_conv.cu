@@ -20,6 +20,7 @@
 
 #include "backends/cuda/fp8.cuh"
 #include "backends/cuda/launch.cuh"
+#include "backends/cuda/ptx.cuh"
 
 namespace kiln::cuda {
 
@@ -187,12 +188,6 @@ __host__ __device__ constexpr int tile_slots(int pixels, int s, int groups) {
   return (pixels + pixels / (kStrip * s)) * groups;
 }
 
-// 16 bytes global -> shared without passing through registers; bytes = 0 stores zeros.
-__device__ __forceinline__ void copy_async16(void* shared, const void* global, int bytes) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(global), "r"(bytes) : "memory");
-}
-
 // The tile holds fp16 (E4M3 values are exact in fp16). An fp16 input is staged with cp.async:
 // no registers held while the loads are in flight, which matters because these blocks are few
 // per SM (register-bound) and their loads are all issued before one barrier.
@@ -217,7 +212,7 @@ __global__ void depthwise_tile_kernel(DepthwiseArgs p, TileShape t) {
     const int64_t offset = image + (static_cast<int64_t>(iy) * p.w_in + ix) * p.c + g * 8;
     uint4* slot = tile + tile_slot<S>(pixel, g, t.groups_log2);
     if constexpr (kMode == DepthwiseInput::F16) {
-      copy_async16(slot, static_cast<const __half*>(p.x) + (inside ? offset : 0), inside ? 16 : 0);
+      ptx::copy_async16(slot, static_cast<const __half*>(p.x) + (inside ? offset : 0), inside ? 16 : 0);
     } else {
       Half8 v;
       v.u = make_uint4(0, 0, 0, 0);
@@ -230,7 +225,7 @@ __global__ void depthwise_tile_kernel(DepthwiseArgs p, TileShape t) {
       *slot = v.u;
     }
   }
-  if constexpr (kMode == DepthwiseInput::F16) asm volatile("cp.async.wait_all;\n" ::: "memory");
+  if constexpr (kMode == DepthwiseInput::F16) ptx::copy_async_wait_all();
   __syncthreads();
 
   const int g = threadIdx.x & (t.groups - 1), lane = threadIdx.x >> t.groups_log2;

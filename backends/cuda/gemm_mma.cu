@@ -15,6 +15,7 @@
 #include "backends/cuda/gemm_epilogue.cuh"
 #include "backends/cuda/gemm_mma.cuh"
 #include "backends/cuda/launch.cuh"
+#include "backends/cuda/ptx.cuh"
 
 namespace kiln::cuda {
 
@@ -24,14 +25,6 @@ namespace {
 
 constexpr int KE = 32;                 // K (halves) per shared-memory row and pipeline stage
 constexpr int kRowWords = KE / 2 + 4;  // padded: fragment loads hit 32 different banks
-
-__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 // A block of WARPS_M x WARPS_N warps computes a BM x BN tile, each warp a WM x WN piece of
 // 16 x 8 mma tiles. Global loads move 8 elements per vector; the next K stage is loaded into
@@ -175,7 +168,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_mma_kernel(GemmArg
 #pragma unroll
       for (int i = 0; i < FM; ++i)
 #pragma unroll
-        for (int j = 0; j < FN; ++j) mma(acc[i][j], a[i], b[j]);
+        for (int j = 0; j < FN; ++j) ptx::mma_m16n8k16(acc[i][j], a[i], b[j]);
     }
     __syncthreads();
   }

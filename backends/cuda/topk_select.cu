@@ -1,11 +1,12 @@
 // One block per row. Every element gets a 32-bit key whose unsigned order is the rank order
 // (larger float first, or smaller with largest = false; NaN above every number, -0 as +0), so
-// the k-th best key is found digit by digit, 8 bits at a time, with a 256-bin histogram of the
-// elements that share the digits found so far. The keys above it are all in the top k; of the
-// keys equal to it the lowest indices are taken, in index order (a block-wide prefix count per
-// chunk of the row). The k picks are then sorted by (key, index) with a bitonic sort in shared
-// memory: exactly the order of the CPU reference (ties to the lower index). Five passes over the
-// row instead of k.
+// the k-th best key is found digit by digit, 8 bits at a time (two digits for 16-bit floats,
+// four for fp32), with a 256-bin histogram of the elements that share the digits found so far.
+// The keys above it are all in the top k; of the keys equal to it the lowest indices are taken,
+// in index order (a block-wide prefix count per chunk of the row). The k picks are then sorted
+// by (key, index) with a bitonic sort in shared memory: exactly the order of the CPU reference
+// (ties to the lower index). Four to six passes over the row instead of k, all but the first
+// in shared memory for rows up to 48K elements.
 #include <cstdint>
 
 #include "backends/cuda/launch.cuh"
@@ -33,17 +34,38 @@ __device__ __forceinline__ uint32_t rank_key(T v, bool largest) {
   return largest ? key : ~key;
 }
 
+// 16-bit floats rank by their own bits, in the key's top half (the low half 0): two digits to
+// find instead of four. Their fp32 keys would not do: those differ down to bit 13.
+__device__ __forceinline__ uint32_t rank_key16(uint16_t bits, bool nan, bool largest) {
+  if (nan) return largest ? 0xffff0000u : 0u;
+  if ((bits & 0x7fffu) == 0) bits = 0;  // -0 ranks as +0
+  const uint32_t key = static_cast<uint32_t>((bits & 0x8000u) ? ~bits & 0xffffu : bits | 0x8000u) << 16;
+  return (largest ? key : ~key) & 0xffff0000u;
+}
+__device__ __forceinline__ uint32_t rank_key(__half v, bool largest) {
+  return rank_key16(__half_as_ushort(v), __hisnan(v), largest);
+}
+__device__ __forceinline__ uint32_t rank_key(__nv_bfloat16 v, bool largest) {
+  return rank_key16(__bfloat16_as_ushort(v), __hisnan(v), largest);
+}
+
+// The lowest key bit that can differ between elements of T.
+template <typename T>
+constexpr int kLowestKeyBit = sizeof(T) == 2 ? 16 : 0;
+
 // Whether (ka, ia) ranks before (kb, ib).
 __device__ __forceinline__ bool before(uint32_t ka, int32_t ia, uint32_t kb, int32_t ib) {
   return ka > kb || (ka == kb && ia < ib);
 }
 
-template <typename T>
+// kCached: the row's keys are computed once into shared memory, and every pass reads them there.
+template <typename T, bool kCached>
 __global__ void __launch_bounds__(kThreads) topk_select_kernel(TopkArgs p, int sort_size) {
   wait_for_predecessor();
   extern __shared__ uint32_t smem[];
   uint32_t* keys = smem;                                        // [sort_size]
   int32_t* idx = reinterpret_cast<int32_t*>(smem + sort_size);  // [sort_size]
+  uint32_t* cache = smem + 2 * sort_size;                       // [n] with kCached
   __shared__ int hist[kBins];
   __shared__ uint32_t prefix, mask;
   __shared__ int remaining, taken_above, taken_equal;
@@ -53,19 +75,33 @@ __global__ void __launch_bounds__(kThreads) topk_select_kernel(TopkArgs p, int s
   const int n = static_cast<int>(p.view.dim), k = static_cast<int>(p.k);
   const T* xs = static_cast<const T*>(p.x) + row * p.view.dim;
   const bool largest = p.largest;
+  if constexpr (kCached) {
+#pragma unroll 8
+    for (int e = threadIdx.x; e < n; e += kThreads) cache[e] = rank_key(xs[e], largest);
+  }
+  const auto key_at = [&](int e) { return kCached ? cache[e] : rank_key(xs[e], largest); };
   if (threadIdx.x == 0) {
     prefix = 0;
     mask = 0;
     remaining = k;  // how many of the keys matching prefix/mask still belong to the top k
   }
-  // The k-th best key, 8 bits at a time from the top.
-  for (int shift = 24; shift >= 0; shift -= 8) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  // The k-th best key, 8 bits at a time from the top. Close scores share their top digits, so
+  // most elements of a pass can fall in one bin: the lanes of a warp that hit the same bin add
+  // their count with one shared-memory atomic rather than one each.
+  for (int shift = 24; shift >= kLowestKeyBit<T>; shift -= 8) {
     for (int b = threadIdx.x; b < kBins; b += kThreads) hist[b] = 0;
     __syncthreads();
     const uint32_t pre = prefix, msk = mask;
-    for (int e = threadIdx.x; e < n; e += kThreads) {
-      const uint32_t key = rank_key(xs[e], largest);
-      if ((key & msk) == pre) atomicAdd(&hist[(key >> shift) & 0xff], 1);
+    for (int base = 0; base < n; base += kThreads) {  // uniform over the block: whole warps match
+      const int e = base + threadIdx.x;
+      int bin = kBins;  // none
+      if (e < n) {
+        const uint32_t key = key_at(e);
+        if ((key & msk) == pre) bin = static_cast<int>((key >> shift) & 0xff);
+      }
+      const unsigned same = __match_any_sync(0xffffffffu, bin);
+      if (bin < kBins && lane == __ffs(same) - 1) atomicAdd(&hist[bin], __popc(same));
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -84,22 +120,28 @@ __global__ void __launch_bounds__(kThreads) topk_select_kernel(TopkArgs p, int s
     taken_equal = 0;
   }
   __syncthreads();
-  // Keys above the k-th: all of them, in any order (k - equal_wanted of them).
-  for (int e = threadIdx.x; e < n; e += kThreads) {
-    const uint32_t key = rank_key(xs[e], largest);
-    if (key > kth) {
-      const int at = atomicAdd(&taken_above, 1);
+  // Keys above the k-th: all of them, in any order (k - equal_wanted of them), a warp's hits
+  // placed with one atomic.
+  for (int base = 0; base < n; base += kThreads) {
+    const int e = base + threadIdx.x;
+    const uint32_t key = e < n ? key_at(e) : 0u;
+    const bool hit = e < n && key > kth;
+    const unsigned hits = __ballot_sync(0xffffffffu, hit);
+    int first = 0;
+    if (lane == 0 && hits) first = atomicAdd(&taken_above, __popc(hits));
+    first = __shfl_sync(0xffffffffu, first, 0);
+    if (hit) {
+      const int at = first + __popc(hits & ((1u << lane) - 1));
       keys[at] = key;
       idx[at] = e;
     }
   }
   // Keys equal to the k-th: the lowest indices first, chunk by chunk in index order.
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int base = 0; base < n; base += kThreads) {
     __syncthreads();
     if (taken_equal >= equal_wanted) break;
     const int e = base + threadIdx.x;
-    const bool hit = e < n && rank_key(xs[e], largest) == kth;
+    const bool hit = e < n && key_at(e) == kth;
     const unsigned ballot = __ballot_sync(0xffffffffu, hit);
     if (lane == 0) warp_sums[warp] = __popc(ballot);
     __syncthreads();
@@ -157,6 +199,28 @@ int sort_size_for(int64_t k) {
   return s;
 }
 
+// Rows of up to this many elements keep their keys in shared memory (192 KiB, with the sort's
+// 16 KiB at k = 2048 under the 227 KiB a block may have on Hopper): a pass then reads shared
+// memory instead of waiting on L2 once per element a thread takes, which made the 24000-element
+// row of a detection head's top 300 latency-bound at one block.
+constexpr int64_t kMaxCachedKeys = 48 * 1024;
+
+template <typename T, bool kCached>
+void launch_typed(const TopkArgs& p, int sort_size, cudaStream_t stream) {
+  size_t shared = static_cast<size_t>(sort_size) * (sizeof(uint32_t) + sizeof(int32_t));
+  if constexpr (kCached) {
+    shared += static_cast<size_t>(p.view.dim) * sizeof(uint32_t);
+    static const bool opted_in = [] {  // once per kernel: the most any launch of it asks
+      const size_t most = kMaxCachedKeys * sizeof(uint32_t) + 2 * kTopkSelectMaxK * sizeof(uint32_t);
+      return cudaFuncSetAttribute(topk_select_kernel<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(most)) == cudaSuccess;
+    }();
+    if (!opted_in) return launch_typed<T, false>(p, sort_size, stream);
+  }
+  launch(topk_select_kernel<T, kCached>, dim3(static_cast<unsigned>(p.view.outer)), kThreads, shared, stream, p,
+         sort_size);
+}
+
 }  // namespace
 
 bool topk_select_fits(const TopkArgs& p) {
@@ -167,10 +231,12 @@ bool topk_select_fits(const TopkArgs& p) {
 void launch_topk_select(const TopkArgs& p, cudaStream_t stream) {
   if (p.view.outer <= 0) return;
   const int sort_size = sort_size_for(p.k);
-  const size_t shared = static_cast<size_t>(sort_size) * (sizeof(uint32_t) + sizeof(int32_t));
   dispatch_float(p.type, "topk", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    launch(topk_select_kernel<T>, dim3(static_cast<unsigned>(p.view.outer)), kThreads, shared, stream, p, sort_size);
+    if (p.view.dim <= kMaxCachedKeys)
+      launch_typed<T, true>(p, sort_size, stream);
+    else
+      launch_typed<T, false>(p, sort_size, stream);
   });
 }
 

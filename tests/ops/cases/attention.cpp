@@ -2,7 +2,8 @@
 // prefix (Sq < Sk), padding masks (with a fully masked row, and in f32 under f16 q), finite bias
 // masks, a rank-1 mask, an explicit scale, kv_length (i32 and i64, a decoder step, a length of
 // 0), grouped-query heads, decoder-step shapes (many keys, heads of 64 to 160 wide), and 16 or
-// more query rows (image tokens) with masks, causal and kv_length; thousands of step rows; kv_rows (beam search's table
+// more query rows (image tokens) with masks, causal and kv_length, and the shapes of the GPU's
+// tensor-core kernel (tiles of 64 keys, padded head widths); thousands of step rows; kv_rows (beam search's table
 // of cache rows) on each GPU kernel's path, its entries past kv_length out of range (never read). Cases without
 // kv_length, kv_rows or GQA also check the decomposition matmul -> add mask -> softmax -> matmul, with causal as an
 // explicit 0 / -inf constant mask.
@@ -118,6 +119,15 @@ KILN_OP_CASES(attention) {
       {2, 2, 2, 19, 70, 8, 8, false, M::Padding, 0, {}, DType::I32, "rows_padding_mask"},
       {1, 3, 3, 18, 20, 4, 4, false, M::Bias, 0.3, {}, DType::I32, "rows_bias_mask"},
       {2, 2, 2, 17, 40, 8, 8, true, M::None, 0, {30, 40}, DType::I64, "rows_causal_kv_length"},
+      // 16 rows or more in fp16 on the GPU's tensor-core kernel: key tiles of 64 with a partial
+      // last one, PSA's 400 image tokens (d 32, dv 64), an encoder's padding mask, heads padded
+      // up to the kernel's width (48 -> 64, 80 -> 128) with grouped-query heads and an f16 bias,
+      // causal with kv_length at 128 wide, and a kv_length of 0 (rows that see nothing)
+      {1, 2, 2, 400, 400, 32, 64, false, M::None, 0, {}, DType::I32, "psa_tokens"},
+      {2, 4, 4, 70, 70, 64, 64, false, M::Padding, 0, {}, DType::I32, "encoder_padding_mask"},
+      {1, 4, 2, 33, 65, 48, 80, false, M::Bias, 0.2, {}, DType::I32, "rows_gqa_padded_heads"},
+      {2, 2, 2, 80, 100, 128, 128, true, M::None, 0, {100, 37}, DType::I64, "rows_causal_wide"},
+      {2, 2, 2, 20, 30, 8, 8, false, M::None, 0, {0, 30}, DType::I32, "rows_kv_length_zero"},
       // kv_rows: decoder steps of beams (the step kernel, with GQA), heads past 128 (the generic
       // kernel), 16 rows or more, and no kv_length (every entry read)
       {4, 2, 2, 1, 12, 8, 8, true, M::None, 0, {5, 12, 1, 9}, DType::I32, "step_kv_rows", true},
