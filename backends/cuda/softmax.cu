@@ -6,10 +6,12 @@
 // are reduced over the block (block_reduce.cuh), so the whole block sees the same values. A row
 // whose max is -inf (every element masked) is written as zeros, as the CPU reference does.
 // The mask element of x's element base + j * inner is at mask_offset(base) + j * mask_axis_stride.
+// Rows of up to 32 elements take a thread each instead (softmax_short_kernel).
 #include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/float_io.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/softmax.cuh"
+#include "backends/cuda/strided.cuh"
 
 namespace kiln::cuda {
 
@@ -62,12 +64,61 @@ __global__ void softmax_kernel(SoftmaxArgs p) {
   }
 }
 
+// Rows of up to kShortRow elements (a detection head's DFL bins: 16), a thread per row with the
+// row in registers: a block per row left most of a warp idle and paid two block reductions for
+// a handful of values. Same arithmetic as softmax_kernel.
+constexpr int kShortRow = 32;
+
+template <typename T, typename M>
+__global__ void softmax_short_kernel(SoftmaxArgs p) {
+  wait_for_predecessor();
+  const T* x = static_cast<const T*>(p.x);
+  T* y = static_cast<T*>(p.y);
+  const M* mask = static_cast<const M*>(p.mask);
+  const int64_t rows = p.outer * p.inner;
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; row < rows;
+       row += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t base = (row / p.inner) * p.dim * p.inner + row % p.inner;
+    const int64_t mask_base = mask ? mask_offset(p.mask_index, base) : 0;
+    float v[kShortRow];
+    float max = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kShortRow; ++j) {
+      if (j >= p.dim) break;
+      v[j] = to_f32(x[base + j * p.inner]);
+      if (mask) v[j] += to_f32(mask[mask_base + j * p.mask_axis_stride]);
+      max = fmaxf(max, v[j]);
+    }
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kShortRow; ++j) {
+      if (j >= p.dim) break;
+      v[j] = expf(v[j] - max);
+      sum += v[j];
+    }
+#pragma unroll
+    for (int j = 0; j < kShortRow; ++j) {
+      if (j >= p.dim) break;
+      store(y + base + j * p.inner, max == -INFINITY ? 0.0f : v[j] / sum);  // every element masked: zeros
+    }
+  }
+}
+
+template <typename T, typename M>
+void launch_masked(const SoftmaxArgs& p, dim3 grid, unsigned threads, cudaStream_t s) {
+  const int64_t rows = p.outer * p.inner;
+  if (p.dim <= kShortRow)
+    launch(softmax_short_kernel<T, M>, grid_blocks(rows), kBlockThreads, 0, s, p);
+  else
+    launch(softmax_kernel<T, M>, grid, threads, 0, s, p);
+}
+
 template <typename T>
 void launch_typed(const SoftmaxArgs& p, dim3 grid, unsigned threads, cudaStream_t s) {
   if (p.mask && p.mask_type == DType::F16)
-    launch(softmax_kernel<T, __half>, grid, threads, 0, s, p);
+    launch_masked<T, __half>(p, grid, threads, s);
   else
-    launch(softmax_kernel<T, float>, grid, threads, 0, s, p);
+    launch_masked<T, float>(p, grid, threads, s);
 }
 
 }  // namespace

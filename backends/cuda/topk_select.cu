@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(kThreads) topk_select_kernel(TopkArgs p, int s
   uint32_t* cache = smem + 2 * sort_size;                       // [n] with kCached
   __shared__ int hist[kBins];
   __shared__ uint32_t prefix, mask;
-  __shared__ int remaining, taken_above, taken_equal;
+  __shared__ int remaining, taken_above, taken_equal, chunk_hits;
   __shared__ int warp_sums[kThreads / 32];
 
   const int64_t row = blockIdx.x;
@@ -104,12 +104,30 @@ __global__ void __launch_bounds__(kThreads) topk_select_kernel(TopkArgs p, int s
       if (bin < kBins && lane == __ffs(same) - 1) atomicAdd(&hist[bin], __popc(same));
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-      int need = remaining, b = kBins - 1;
-      for (; b > 0 && hist[b] < need; --b) need -= hist[b];
-      remaining = need;
-      prefix |= static_cast<uint32_t>(b) << shift;
-      mask |= 0xffu << shift;
+    // The digit: the highest bin b whose count with the bins above reaches `remaining`. Warp 0
+    // finds it in parallel (one thread walking 256 bins was a few microseconds a pass): lane l
+    // sums bins 8l .. 8l + 7, a suffix scan over the lanes finds the lane, which walks its 8.
+    if (warp == 0) {
+      constexpr int kPerLane = kBins / 32;
+      int own = 0;
+#pragma unroll
+      for (int b = 0; b < kPerLane; ++b) own += hist[lane * kPerLane + b];
+      int from_here = own;  // the count in this lane's bins and every higher lane's
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const int up = __shfl_down_sync(0xffffffffu, from_here, d);
+        if (lane + d < 32) from_here += up;
+      }
+      const int need = remaining;
+      const unsigned reaching = __ballot_sync(0xffffffffu, from_here >= need);  // lanes 0 .. the one
+      const int chosen = reaching ? 31 - __clz(reaching) : 0;
+      if (lane == chosen) {
+        int left = need - (from_here - own), b = (lane + 1) * kPerLane - 1;
+        for (; b > lane * kPerLane && hist[b] < left; --b) left -= hist[b];
+        remaining = left;
+        prefix |= static_cast<uint32_t>(b) << shift;
+        mask |= 0xffu << shift;
+      }
     }
     __syncthreads();
   }
@@ -136,7 +154,9 @@ __global__ void __launch_bounds__(kThreads) topk_select_kernel(TopkArgs p, int s
       idx[at] = e;
     }
   }
-  // Keys equal to the k-th: the lowest indices first, chunk by chunk in index order.
+  // Keys equal to the k-th: the lowest indices first, chunk by chunk in index order; a warp's
+  // place in its chunk is an exclusive scan of the warps' counts (by warp 0: 32 warps, 32 lanes).
+  static_assert(kThreads / 32 == 32, "one lane of warp 0 per warp");
   for (int base = 0; base < n; base += kThreads) {
     __syncthreads();
     if (taken_equal >= equal_wanted) break;
@@ -145,19 +165,25 @@ __global__ void __launch_bounds__(kThreads) topk_select_kernel(TopkArgs p, int s
     const unsigned ballot = __ballot_sync(0xffffffffu, hit);
     if (lane == 0) warp_sums[warp] = __popc(ballot);
     __syncthreads();
-    int before_me = __popc(ballot & ((1u << lane) - 1));
-    for (int w = 0; w < warp; ++w) before_me += warp_sums[w];
-    const int slot = taken_equal + before_me;
+    if (warp == 0) {
+      const int own = warp_sums[lane];
+      int upto = own;  // inclusive scan
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const int low = __shfl_up_sync(0xffffffffu, upto, d);
+        if (lane >= d) upto += low;
+      }
+      warp_sums[lane] = upto - own;
+      if (lane == 31) chunk_hits = upto;
+    }
+    __syncthreads();
+    const int slot = taken_equal + warp_sums[warp] + __popc(ballot & ((1u << lane) - 1));
     if (hit && slot < equal_wanted) {
       keys[k - equal_wanted + slot] = kth;
       idx[k - equal_wanted + slot] = e;
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      int total = 0;
-      for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
-      taken_equal += total;
-    }
+    __syncthreads();  // every thread has read taken_equal
+    if (threadIdx.x == 0) taken_equal += chunk_hits;
   }
   __syncthreads();
   // Padding after the k picks ranks last: key 0 with the largest index.

@@ -17,7 +17,10 @@ export LD_LIBRARY_PATH=/tmp/k/lib:/usr/local/cuda/lib64:$cudnn KILN_TEST_DATA=$s
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv; python3 -c 'import torch; print("torch", torch.__version__)'; } | tee "$OUT/env.txt"
 if [ "${TESTS:-1}" = 1 ]; then
   echo "== GPU tests"
-  { timeout 200 /tmp/k/bin/kiln_gpu_tests; timeout 200 /tmp/k/bin/yolov10_gpu_tests; } 2>&1 |
+  # Not the tests that read the EfficientNet and encoder-decoder data of stages a and s.
+  other_data='CudaSeq2Seq.*:CudaEngine.B0CheckpointMatchesCpuOnReferenceInputs:CudaEngine.BatchesAgreeWithSingleImages'
+  other_data+=':CudaFp8.CalibratedB0AgreesWithCpuEmulationOnReferenceInputs'
+  { timeout 200 /tmp/k/bin/kiln_gpu_tests --gtest_filter="-$other_data"; timeout 200 /tmp/k/bin/yolov10_gpu_tests; } 2>&1 |
     tee "$OUT/gpu_tests.log" | grep -E '^\[  |Failure|Expected|Which|actual|cuda fp' | tail -40
   echo "== op harness on CUDA"
   timeout 200 /tmp/k/bin/kiln_op_harness --backend cuda 2>&1 | tee "$OUT/op_harness.log" | tail -6

@@ -1,5 +1,6 @@
 // max_pool: a 3x3 stride-2 pad-1 pool (a stem's), a 5x5 stride-1 pad-2 one (SPPF's), the
-// default stride, a 1x1 kernel on one pixel and an uneven kernel, stride and padding.
+// default stride, a 1x1 kernel on one pixel and an uneven kernel, stride and padding; channels
+// a multiple of 8 (the GPU's 16-byte fp16 path) with a stride, padding and an uneven kernel.
 #include <fmt/format.h>
 
 #include "tests/ops/op_case.h"
@@ -16,7 +17,9 @@ KILN_OP_CASES(max_pool) {
                                    {{2, 13, 13, 8}, {5, 5}, {1, 1}, {2, 2, 2, 2}},
                                    {{1, 6, 7, 3}, {2, 2}, {}, {}},
                                    {{1, 1, 1, 1}, {1, 1}, {}, {}},
-                                   {{1, 5, 8, 4}, {3, 2}, {1, 2}, {1, 0, 0, 1}}};
+                                   {{1, 5, 8, 4}, {3, 2}, {1, 2}, {1, 0, 0, 1}},
+                                   {{2, 9, 11, 24}, {3, 3}, {2, 2}, {1, 1, 1, 1}},
+                                   {{1, 6, 10, 16}, {3, 2}, {1, 2}, {1, 0, 0, 1}}};
   auto list = [](const std::vector<int64_t>& v) { return to_string(Shape(v.begin(), v.end())); };
   for (DType t : {DType::F32, DType::F16})
     for (const Spec& s : specs) {

@@ -1,5 +1,6 @@
-// softmax: last and middle axes, size 1, rows past a block, and additive masks that broadcast,
-// hold -inf, blank out whole rows (which must give zeros) or differ in type from x.
+// softmax: last and middle axes, size 1, rows past a block, many short rows (the GPU's thread per
+// row: a detection head's 16 DFL bins), and additive masks that broadcast, hold -inf, blank out
+// whole rows (which must give zeros) or differ in type from x, on long and on short rows.
 #include <cmath>
 
 #include "core/dtype.h"
@@ -24,7 +25,7 @@ std::vector<float> random_mask(OpCase& c, const Shape& shape, bool blank_row) {
 KILN_OP_CASES(softmax) {
   std::vector<OpCase> cases;
   for (DType t : {DType::F32, DType::F16}) {
-    for (const Shape& s : {Shape{1, 1}, Shape{3, 17}, Shape{2, 3, 70}}) {
+    for (const Shape& s : {Shape{1, 1}, Shape{3, 17}, Shape{2, 3, 70}, Shape{2, 300, 16}}) {
       OpCase c("softmax", t, s);
       c.output(c.graph.add("softmax", "softmax", {c.input("x", t, s, 3.0)}));
       cases.push_back(std::move(c));
@@ -42,11 +43,13 @@ KILN_OP_CASES(softmax) {
     }
     for (DType mt : {t, DType::F32}) {
       // Attention-shaped scores [B, H, Sq, Sk] with a padding mask [B, 1, Sq, Sk].
-      const Shape s = {2, 3, 4, 70}, ms = {2, 1, 4, 70};
-      OpCase c("softmax", t, s, std::string("mask-inf/") + dtype_name(mt));
-      const int x = c.input("x", t, s, 3.0);
-      c.output(c.graph.add("softmax", "softmax", {x, c.input_values("mask", mt, ms, random_mask(c, ms, true))}));
-      cases.push_back(std::move(c));
+      for (int64_t sk : {70, 12}) {
+        const Shape s = {2, 3, 4, sk}, ms = {2, 1, 4, sk};
+        OpCase c("softmax", t, s, std::string("mask-inf/") + dtype_name(mt));
+        const int x = c.input("x", t, s, 3.0);
+        c.output(c.graph.add("softmax", "softmax", {x, c.input_values("mask", mt, ms, random_mask(c, ms, true))}));
+        cases.push_back(std::move(c));
+      }
     }
   }
   return cases;
