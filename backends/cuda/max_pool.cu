@@ -1,7 +1,7 @@
 // max_pool (backends/cuda/max_pool.cuh): each thread computes one output element (n, oy, ox, c)
 // at a time (grid-stride), channels fastest so that a warp reads consecutive channels of each
 // window cell; fp16 maps with channels a multiple of 8 take 8 channels per thread in 16-byte
-// loads (one element per thread left SPPF's 5x5 pools of yolov10 at a few percent of the GPU's
+// loads (one element per thread left a detector's 5x5 pooling pyramid at a few percent of the GPU's
 // bandwidth).
 #include <cmath>
 #include <cstdint>

@@ -48,7 +48,7 @@ def kiln_network(kiln, arch, ckpt, out, label="kiln", env=None):
         with open(os.path.join(out, f"{arch}-{label}-profile.jsonl"), "w") as f:
             for batch in ("1", "32"):
                 subprocess.run([kiln, "bench", bundle, "--batch", batch, *sizes, "--iters", "20", "--profile", "--json"],
-                               check=True, stdout=f, stderr=subprocess.STDOUT, timeout=120, env=env)
+                               check=True, stdout=f, stderr=subprocess.DEVNULL, timeout=120, env=env)
     return bundle, entry
 
 
