@@ -7,7 +7,9 @@
 //      flight during this tile's softmax and P V, V's next during the next tile's scores;
 //   2. S = Q K^T, 16 rows x 64 keys per warp, Q's fragments held in registers throughout;
 //   3. scores scaled, masked (keys past a row's `seen` are -inf, plus the mask input) and folded
-//      into the row's running max and sum (the online softmax, in base 2), the output rescaled;
+//      into the row's running max and sum (the online softmax; exp2 of the differences times
+//      log2(e): scaling the scores by log2(e) first would turn a finite mask of -FLT_MAX into
+//      -inf), the output rescaled;
 //   4. O += P V, P rounded to fp16: S's accumulator fragments, packed in pairs, are exactly the A
 //      fragments of the next mma, so P never leaves registers.
 // A row that sees no key gives zeros, as attention.cu does. The shorter cases stay on CUDA cores:
@@ -120,7 +122,6 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttentionArgs p
           if (j < seen[r]) {
             x = p.scale * s[n][e];
             if (mask) x += static_cast<float>(mask[row[r] * p.mask_strides[2] + j * p.mask_strides[3]]);
-            x *= kLog2e;
           }
           s[n][e] = x;
           tile_max = fmaxf(tile_max, x);
@@ -129,13 +130,13 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttentionArgs p
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
       const float new_max = fmaxf(max[r], tile_max);
       const float base = new_max == -INFINITY ? 0.0f : new_max;  // no key yet: weights exp2(-inf) = 0
-      const float rescale = exp2f(max[r] - base);                // 0 while max is -inf (o and sum are 0)
+      const float rescale = exp2f((max[r] - base) * kLog2e);     // 0 while max is -inf (o and sum are 0)
       float tile_sum = 0.0f;
 #pragma unroll
       for (int n = 0; n < kKeys / 8; ++n)
 #pragma unroll
         for (int e = 2 * r; e < 2 * r + 2; ++e) {
-          s[n][e] = exp2f(s[n][e] - base);
+          s[n][e] = exp2f((s[n][e] - base) * kLog2e);
           tile_sum += s[n][e];
         }
       sum[r] = sum[r] * rescale + tile_sum;

@@ -3,10 +3,10 @@
 // the k-th best key is found digit by digit, 8 bits at a time (two digits for 16-bit floats,
 // four for fp32), with a 256-bin histogram of the elements that share the digits found so far.
 // The keys above it are all in the top k; of the keys equal to it the lowest indices are taken,
-// in index order (a block-wide prefix count per chunk of the row). The k picks are then sorted
-// by (key, index) with a bitonic sort in shared memory: exactly the order of the CPU reference
-// (ties to the lower index). Four to six passes over the row instead of k, all but the first
-// in shared memory for rows up to 48K elements.
+// in index order (each warp counts over its segment of the row, the counts scanned over the
+// warps). The k picks are then sorted by (key, index) with a bitonic sort in shared memory:
+// exactly the order of the CPU reference (ties to the lower index). Four to six passes over the
+// row instead of k, all but the first in shared memory for rows up to 48K elements.
 #include <cstdint>
 
 #include "backends/cuda/launch.cuh"
@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(kThreads) topk_select_kernel(TopkArgs p, int s
   uint32_t* cache = smem + 2 * sort_size;                       // [n] with kCached
   __shared__ int hist[kBins];
   __shared__ uint32_t prefix, mask;
-  __shared__ int remaining, taken_above, taken_equal, chunk_hits;
+  __shared__ int remaining, taken_above;
   __shared__ int warp_sums[kThreads / 32];
 
   const int64_t row = blockIdx.x;
@@ -133,10 +133,7 @@ __global__ void __launch_bounds__(kThreads) topk_select_kernel(TopkArgs p, int s
   }
   const uint32_t kth = prefix;
   const int equal_wanted = remaining;  // >= 1: the k-th best key itself is among them
-  if (threadIdx.x == 0) {
-    taken_above = 0;
-    taken_equal = 0;
-  }
+  if (threadIdx.x == 0) taken_above = 0;
   __syncthreads();
   // Keys above the k-th: all of them, in any order (k - equal_wanted of them), a warp's hits
   // placed with one atomic.
@@ -154,38 +151,43 @@ __global__ void __launch_bounds__(kThreads) topk_select_kernel(TopkArgs p, int s
       idx[at] = e;
     }
   }
-  // Keys equal to the k-th: the lowest indices first, chunk by chunk in index order; a warp's
-  // place in its chunk is an exclusive scan of the warps' counts (by warp 0: 32 warps, 32 lanes).
+  // Keys equal to the k-th, the lowest indices first: warp w owns a contiguous segment of the
+  // row, counts its hits, an exclusive scan of the counts over the warps (by warp 0: 32 warps,
+  // 32 lanes) gives each its first slot, and it places its hits in index order. Two passes and
+  // two barriers, where walking the row chunk by chunk took four barriers a chunk.
   static_assert(kThreads / 32 == 32, "one lane of warp 0 per warp");
-  for (int base = 0; base < n; base += kThreads) {
-    __syncthreads();
-    if (taken_equal >= equal_wanted) break;
-    const int e = base + threadIdx.x;
-    const bool hit = e < n && key_at(e) == kth;
-    const unsigned ballot = __ballot_sync(0xffffffffu, hit);
-    if (lane == 0) warp_sums[warp] = __popc(ballot);
-    __syncthreads();
-    if (warp == 0) {
-      const int own = warp_sums[lane];
-      int upto = own;  // inclusive scan
+  const int segment = ((n + 31) / 32 + 31) / 32 * 32;  // elements per warp, a multiple of 32
+  const int begin = warp * segment, end = min(n, begin + segment);
+  int count = 0;
+  for (int e0 = begin; e0 < end; e0 += 32) {
+    const int e = e0 + lane;
+    count += __popc(__ballot_sync(0xffffffffu, e < end && key_at(e) == kth));
+  }
+  if (lane == 0) warp_sums[warp] = count;
+  __syncthreads();
+  if (warp == 0) {
+    const int own = warp_sums[lane];
+    int upto = own;  // inclusive scan
 #pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const int low = __shfl_up_sync(0xffffffffu, upto, d);
-        if (lane >= d) upto += low;
-      }
-      warp_sums[lane] = upto - own;
-      if (lane == 31) chunk_hits = upto;
+    for (int d = 1; d < 32; d <<= 1) {
+      const int low = __shfl_up_sync(0xffffffffu, upto, d);
+      if (lane >= d) upto += low;
     }
-    __syncthreads();
-    const int slot = taken_equal + warp_sums[warp] + __popc(ballot & ((1u << lane) - 1));
-    if (hit && slot < equal_wanted) {
-      keys[k - equal_wanted + slot] = kth;
-      idx[k - equal_wanted + slot] = e;
-    }
-    __syncthreads();  // every thread has read taken_equal
-    if (threadIdx.x == 0) taken_equal += chunk_hits;
+    warp_sums[lane] = upto - own;
   }
   __syncthreads();
+  int slot = warp_sums[warp];  // uniform over the warp
+  for (int e0 = begin; e0 < end && slot < equal_wanted; e0 += 32) {
+    const int e = e0 + lane;
+    const bool hit = e < end && key_at(e) == kth;
+    const unsigned hits = __ballot_sync(0xffffffffu, hit);
+    const int at = slot + __popc(hits & ((1u << lane) - 1));
+    if (hit && at < equal_wanted) {
+      keys[k - equal_wanted + at] = kth;
+      idx[k - equal_wanted + at] = e;
+    }
+    slot += __popc(hits);
+  }
   // Padding after the k picks ranks last: key 0 with the largest index.
   for (int i = k + threadIdx.x; i < sort_size; i += kThreads) {
     keys[i] = 0;
@@ -236,10 +238,17 @@ void launch_typed(const TopkArgs& p, int sort_size, cudaStream_t stream) {
   size_t shared = static_cast<size_t>(sort_size) * (sizeof(uint32_t) + sizeof(int32_t));
   if constexpr (kCached) {
     shared += static_cast<size_t>(p.view.dim) * sizeof(uint32_t);
-    static const bool opted_in = [] {  // once per kernel: the most any launch of it asks
+    // Shared memory past 48 KiB needs the kernel's consent, asked once, for the most any launch
+    // asks. A GPU with less shared memory per block refuses it, and rows are then read from
+    // global memory instead.
+    static_assert((kTopkSelectMaxK & (kTopkSelectMaxK - 1)) == 0, "the sort's size is k rounded up to a power of 2");
+    static const bool opted_in = [] {
       const size_t most = kMaxCachedKeys * sizeof(uint32_t) + 2 * kTopkSelectMaxK * sizeof(uint32_t);
-      return cudaFuncSetAttribute(topk_select_kernel<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(most)) == cudaSuccess;
+      if (cudaFuncSetAttribute(topk_select_kernel<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(most)) == cudaSuccess)
+        return true;
+      cudaGetLastError();  // clear the refusal: it is not the run's error
+      return false;
     }();
     if (!opted_in) return launch_typed<T, false>(p, sort_size, stream);
   }
