@@ -29,6 +29,7 @@ constexpr int kWarps = 4, kThreads = 32 * kWarps;
 constexpr int kRows = 16 * kWarps;  // query rows per block
 constexpr int kKeys = 64;           // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
+static_assert(kRows == kKeys, "Q's tile is staged into K's buffer, as a K tile");
 
 // Rows [0, rows) x halves [0, width) of src (row stride `stride` halves) into dst, [kKeys][W + 8]
 // halves (rows padded by 16 bytes: ldmatrix's eight row addresses then fall in different banks),
