@@ -39,6 +39,12 @@ class AttentionRows {
   Row row(int64_t r) const;
 
   int64_t d() const { return d_; }
+  int64_t batch() const { return nb_; }
+  int64_t kv_heads() const { return nkv_; }
+  int64_t sq() const { return sq_; }
+  int64_t rows_per_kv_head() const { return sq_ * (nh_ / nkv_); }
+  const float* keys() const { return k_; }                 // K [B, Hkv, Sk, D]
+  bool gathers_rows() const { return !kv_rows_.empty(); }  // keys and values come from other batches' rows
   int64_t dv() const { return dv_; }
   int64_t sk() const { return sk_; }
   double scale() const { return scale_; }

@@ -1,7 +1,6 @@
 #include "backends/cpu/onednn.h"
 
-#include <cstdlib>
-#include <memory>
+#include "backends/cpu/scratch.h"
 
 namespace kiln::cpu {
 
@@ -25,18 +24,7 @@ dnnl::primitive_attr onednn_attr(const dnnl::post_ops& ops) {
 }
 
 dnnl::memory onednn_scratchpad(const dnnl::memory::desc& scratchpad_desc) {
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  thread_local std::unique_ptr<void, Free> buffer;
-  thread_local size_t capacity = 0;
-  const size_t bytes = scratchpad_desc.get_size();
-  if (bytes > capacity) {
-    buffer.reset(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-    capacity = buffer ? bytes : 0;
-    if (!buffer) throw std::bad_alloc();
-  }
-  return dnnl::memory(scratchpad_desc, onednn_engine(), buffer.get());
+  return dnnl::memory(scratchpad_desc, onednn_engine(), scratch(Scratch::Onednn, scratchpad_desc.get_size()));
 }
 
 dnnl::memory onednn_reordered(const dnnl::memory::desc& stored, const void* data, const dnnl::memory::desc& layout) {

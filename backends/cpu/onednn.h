@@ -17,8 +17,8 @@ dnnl::stream& onednn_stream();
 // Primitive attributes with the scratchpad left to the caller (by default oneDNN allocates it
 // for each execution and frees it after).
 dnnl::primitive_attr onednn_attr(const dnnl::post_ops& ops);
-// A scratchpad for `pd` on the calling thread: one buffer per thread, grown as needed and kept
-// (primitives run synchronously, one at a time per thread).
+// A scratchpad for `pd` on the calling thread (cpu/scratch.h: primitives run synchronously, one
+// at a time per thread).
 dnnl::memory onednn_scratchpad(const dnnl::memory::desc& scratchpad_desc);
 
 // A copy of weights stored as `stored` (at `data`) in `layout`, the blocked layout a primitive

@@ -1,10 +1,11 @@
 // conv2d on oneDNN (graph/ops/conv2d.h): the convolution, its bias, activation and residual in
 // one JIT-compiled primitive per input size (weights reordered once into the layout it picks);
 // NHWC in and out like the rest of the engine. What oneDNN cannot fuse is done around it: the
-// squeeze-excite gate multiplies the input into a scratch copy (an NCHW input is transposed
-// into one), the fused average pool is a pass over the output. An FP8 layer computes what the
-// reference's emulation computes: its input rounded to E4M3 the same way (cpu/fp8_input.h), its
-// E4M3 weights widened to f32 with their scales once; an E4M3 output declines.
+// squeeze-excite gate multiplies the input into scratch memory the kernels share (an NCHW input
+// is transposed into it), the fused average pool is a pass over the output. An FP8 layer
+// computes what the reference's emulation computes: its input rounded to E4M3 the same way
+// (cpu/fp8_input.h), its E4M3 weights widened to f32 with their scales once; an E4M3 output
+// declines.
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -15,6 +16,7 @@
 #include "backends/cpu/cpu_kernel.h"
 #include "backends/cpu/fp8_input.h"
 #include "backends/cpu/onednn.h"
+#include "backends/cpu/scratch.h"
 #include "core/error.h"
 #include "core/fp8.h"
 #include "graph/ops/conv2d.h"
@@ -123,15 +125,16 @@ class OnednnConv2dKernel : public CpuKernel {
     const float* x = xt.as<const float>();
     const int64_t pixels = static_cast<int64_t>(g.h) * g.w;
     if (p_.nchw_input || has(a, Gate) || p_.fp8_input()) {
-      scratch_.resize(static_cast<size_t>(g.n * pixels * g.c));
+      const int64_t count = g.n * pixels * g.c;
+      float* input = static_cast<float*>(cpu::scratch(cpu::Scratch::Input, static_cast<size_t>(count) * sizeof(float)));
       if (p_.nchw_input)
-        nchw_to_nhwc(x, scratch_.data(), g.n, pixels, g.c);
+        nchw_to_nhwc(x, input, g.n, pixels, g.c);
       else if (has(a, Gate))
-        apply_gate(x, a.inputs[Gate].as<const float>(), scratch_.data(), g.n, pixels, g.c);
+        apply_gate(x, a.inputs[Gate].as<const float>(), input, g.n, pixels, g.c);
       else
-        std::copy(x, x + g.n * pixels * g.c, scratch_.data());
-      if (p_.fp8_input()) cpu::round_fp8_inputs(scratch_.data(), g.n * pixels * g.c, p_.input_scale, x_is_e4m3_);
-      x = scratch_.data();
+        std::copy(x, x + count, input);
+      if (p_.fp8_input()) cpu::round_fp8_inputs(input, count, p_.input_scale, x_is_e4m3_);
+      x = input;
     }
     float* y = a.outputs[0].as<float>();
     dnnl::engine& engine = cpu::onednn_engine();
@@ -220,7 +223,7 @@ class OnednnConv2dKernel : public CpuKernel {
   Conv2dParams p_;
   Shape w_shape_;
   bool x_is_e4m3_ = false;
-  std::vector<float> weight_, bias_, scratch_;          // scratch_: the input transposed or gated
+  std::vector<float> weight_, bias_;
   std::vector<double> partial_;                         // channel_mean's sums per chunk of pixels
   std::deque<std::pair<memory::desc, memory>> packed_;  // a deque: primitives keep pointers into it
   std::map<std::tuple<int, int, int, bool>, Primitive> primitives_;

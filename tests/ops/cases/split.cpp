@@ -1,5 +1,5 @@
 // split: two and three parts, a single part, an empty part, along first, middle and last axes
-// (negative too), for floats and integers.
+// (negative too), NHWC channel splits (one over 1 MiB), for floats and integers.
 #include <fmt/format.h>
 
 #include "tests/ops/op_case.h"
@@ -15,8 +15,8 @@ KILN_OP_CASES(split) {
   };
   const std::vector<Spec> specs = {
       {{5}, 0, {2, 3}},           {{3, 7}, -1, {1, 4, 2}},         {{2, 6, 3, 4}, 1, {6}}, {{4, 5}, 0, {0, 4}},
-      {{2, 9, 5}, -2, {3, 3, 3}}, {{2, 5, 3, 32}, -1, {16, 8, 8}},  // NHWC channel splits: wide copies
-      {{1, 4, 3, 12}, 3, {4, 8}}};
+      {{2, 9, 5}, -2, {3, 3, 3}}, {{2, 5, 3, 32}, -1, {16, 8, 8}},   // NHWC channel splits: wide copies
+      {{1, 4, 3, 12}, 3, {4, 8}}, {{1, 64, 80, 64}, -1, {32, 32}}};  // the last over 1 MiB: rows over the threads
   for (DType t : {DType::F32, DType::F16, DType::I64})
     for (const Spec& s : specs) {
       OpCase c("split", t, s.x, fmt::format("axis{}{}", s.axis, to_string(Shape(s.sizes.begin(), s.sizes.end()))));
