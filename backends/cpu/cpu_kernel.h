@@ -5,8 +5,9 @@
 //     KILN_REGISTER_CPU_KERNELS(softmax) { registry.add("softmax", make<SoftmaxKernel>); }
 // - fast: kernels on oneDNN (convolutions, dense layers), kiln's own vectorised loops
 //   (attention, log_softmax, layer_norm, topk, max_pool, reduce) or copies over the threads
-//   (concat, split) in backends/cpu/fast/<op>.cpp, registered with add_fast. A fast factory may decline a node (return null: a form it does not take), which
-//   then runs on the reference kernel.
+//   (concat, split) in backends/cpu/fast/<op>.cpp, registered with add_fast. A fast factory may
+//   decline a node (return null: a form it does not take), which then runs on the reference
+//   kernel.
 #pragma once
 
 #include <functional>
