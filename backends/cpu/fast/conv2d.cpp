@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/cpu/activation.h"
 #include "backends/cpu/cpu_kernel.h"
 #include "backends/cpu/fp8_input.h"
 #include "backends/cpu/onednn.h"
@@ -55,13 +56,14 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void gate_rows(cons
 }
 
 // sum[c] += y[p, c] over `pixels` rows of C, in double, pixel by pixel (the order of the scalar
-// loop: vectors run across channels).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void add_rows(const float* __restrict y,
-                                                                           double* __restrict sum, int64_t pixels,
-                                                                           int c) {
-  for (int64_t pix = 0; pix < pixels; ++pix)
+// loop: vectors run across channels); with an activation, y = act(y) first, in place.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void add_rows(float* __restrict y, double* __restrict sum,
+                                                                           int64_t pixels, int c, Activation act) {
+  for (int64_t pix = 0; pix < pixels; ++pix) {
+    if (act != Activation::None) cpu::bias_activation_row(y + pix * c, c, nullptr, act);
 #pragma omp simd
     for (int ch = 0; ch < c; ++ch) sum[ch] += y[pix * c + ch];
+  }
 }
 
 // x * gate[n, c] for every pixel: chunks of pixels over the threads.
@@ -81,7 +83,7 @@ void apply_gate(const float* x, const float* gate, float* out, int n, int64_t pi
 // over 112 x 112 pixels moved an image classifier's logits by 1.6e-4): each image's pixels in
 // chunks over the threads (at batch 1 images alone would leave all but one thread idle), then
 // the chunks' sums added in order, so the result does not depend on the thread count.
-void channel_mean(const float* y, float* mean, int n, int64_t pixels, int c, std::vector<double>& partial) {
+void channel_mean(float* y, float* mean, int n, int64_t pixels, int c, Activation act, std::vector<double>& partial) {
   constexpr int64_t kChunk = 256;
   const int64_t chunks = (pixels + kChunk - 1) / kChunk;
   partial.assign(static_cast<size_t>(n * chunks * c), 0.0);
@@ -89,7 +91,7 @@ void channel_mean(const float* y, float* mean, int n, int64_t pixels, int c, std
   for (int img = 0; img < n; ++img)
     for (int64_t k = 0; k < chunks; ++k)
       add_rows(y + (static_cast<int64_t>(img) * pixels + k * kChunk) * c, partial.data() + (img * chunks + k) * c,
-               std::min(kChunk, pixels - k * kChunk), c);
+               std::min(kChunk, pixels - k * kChunk), c, act);
 #pragma omp parallel for schedule(static)
   for (int img = 0; img < n; ++img)
     for (int ch = 0; ch < c; ++ch) {
@@ -151,7 +153,8 @@ class OnednnConv2dKernel : public CpuKernel {
     prim.conv.execute(cpu::onednn_stream(), args);
     cpu::onednn_stream().wait();
     if (p_.mean_output)
-      channel_mean(y, a.outputs[1].as<float>(), g.n, static_cast<int64_t>(g.oh) * g.ow, g.o, partial_);
+      channel_mean(y, a.outputs[1].as<float>(), g.n, static_cast<int64_t>(g.oh) * g.ow, g.o,
+                   deferred_activation(residual), partial_);
   }
 
  private:
@@ -170,6 +173,13 @@ class OnednnConv2dKernel : public CpuKernel {
     if (n.input(WeightScale) >= 0)
       apply_channel_scales(weight_, constants(graph.values()[n.inputs[WeightScale]].name).to_f32());
     if (n.input(Bias) >= 0) bias_ = constants(graph.values()[n.inputs[Bias]].name).to_f32();
+  }
+
+  // The activation the mean pass applies instead of oneDNN (None: oneDNN applies it). Why:
+  // oneDNN's SiLU post-op took as long as the depthwise convolution it follows, twice a pass
+  // of kiln's own over the output, and the mean reads that output anyway.
+  Activation deferred_activation(bool residual) const {
+    return p_.mean_output && !residual ? p_.act : Activation::None;
   }
 
   static bool has(const KernelArgs& a, int slot) {
@@ -195,7 +205,7 @@ class OnednnConv2dKernel : public CpuKernel {
     memory::desc weights = user_weights_md();
     weights = memory::desc(weights.dims(), dt::f32, Tag::any);
     dnnl::post_ops ops;
-    cpu::append_activation(ops, p_.act);
+    cpu::append_activation(ops, deferred_activation(residual) == Activation::None ? p_.act : Activation::None);
     Primitive prim;
     if (residual) {  // added after the activation
       prim.residual_post_op = ops.len();
