@@ -55,7 +55,9 @@ class Kernel {
 };
 
 // A constant (bundle tensor) as stored: its type may be narrower than the graph's (F16 weights
-// of an fp16 bundle for an f32 constant).
+// of an fp16 bundle for an f32 constant). Its bytes stay valid while the lookup that returned it
+// exists: an engine keeps its lookup, and CPU kernels read constants in place rather than copy
+// them (a bundle's mapped file, a model definition's weights).
 struct ConstantView {
   DType dtype = DType::F32;
   Shape shape;
@@ -93,6 +95,9 @@ class Backend {
 
   virtual void* allocate(size_t bytes) = 0;
   virtual void release(void* p) = 0;
+  // Whether kernels can read host memory as it is (the CPU): constants are then used where the
+  // lookup holds them instead of copied into allocate()d memory.
+  virtual bool reads_host_memory() const { return false; }
   virtual void upload(void* dst, const void* src, size_t bytes) = 0;    // host -> this backend
   virtual void download(void* dst, const void* src, size_t bytes) = 0;  // after queued work
   virtual void zero(void* dst, size_t bytes) = 0;                       // queued

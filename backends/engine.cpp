@@ -113,6 +113,7 @@ struct Engine::Impl {
   std::vector<int> node_backend, value_backend, root;
   std::vector<std::unique_ptr<Kernel>> kernels;          // per node; none for copies
   std::map<std::pair<int, int>, void*> constant_memory;  // (value, backend)
+  std::set<std::pair<int, int>> borrowed;                // constant_memory that the lookup owns
   std::map<std::string, nlohmann::json> saved;           // plan key -> {node name: variant}
   std::map<std::string, std::unique_ptr<Plan>> plans;
   std::map<std::string, std::vector<int>> tuned;  // plan key -> variants, kept when a plan is rebuilt
@@ -138,6 +139,9 @@ struct Engine::Impl {
 };
 
 namespace {
+
+// Constants read in place start where allocate()d memory would (a bundle aligns its tensors so).
+constexpr uintptr_t kConstantAlignment = 64;
 
 std::shared_ptr<Backend> primary_backend(const EngineOptions& o) {
   if (o.backend) return o.backend;
@@ -229,7 +233,8 @@ Engine::~Engine() {
   if (!impl_) return;
   for (auto& b : impl_->backends) b->synchronize();
   for (auto& [key, plan] : impl_->plans) impl_->release(*plan);
-  for (auto& [key, p] : impl_->constant_memory) impl_->backends[key.second]->release(p);
+  for (auto& [key, p] : impl_->constant_memory)
+    if (!impl_->borrowed.count(key)) impl_->backends[key.second]->release(p);
   impl_->kernels.clear();
 }
 
@@ -246,7 +251,9 @@ void* Engine::Impl::constant_ptr(int value, int backend) const {
 }
 
 // Each constant that a kernel reads as a tensor (rather than packing it) is placed, once, on
-// that kernel's backend in the graph's type for it.
+// that kernel's backend in the graph's type for it; a backend that reads host memory reads one
+// already in that type where the lookup holds it (a mapped bundle: nothing is copied, and pages
+// are read in as kernels touch them).
 void Engine::Impl::materialize_constants() {
   const auto& nodes = exec.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -259,6 +266,12 @@ void Engine::Impl::materialize_constants() {
       if (constant_memory.count({v, b})) continue;
       const Value& val = exec.values()[v];
       const ConstantView view = constants(val.name);
+      if (view.dtype == val.dtype && backends[b]->reads_host_memory() && !view.bytes.empty() &&
+          reinterpret_cast<uintptr_t>(view.bytes.data()) % kConstantAlignment == 0) {
+        constant_memory[{v, b}] = const_cast<uint8_t*>(view.bytes.data());  // kernels only read constants
+        borrowed.insert({v, b});
+        continue;
+      }
       std::vector<uint8_t> bytes;
       if (view.dtype == val.dtype) {
         bytes.assign(view.bytes.begin(), view.bytes.end());

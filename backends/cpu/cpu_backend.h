@@ -19,6 +19,7 @@ class CpuBackend : public Backend {
   std::unique_ptr<Kernel> make_kernel(const Graph& graph, int node, const ConstantLookup& constants) override;
   void* allocate(size_t bytes) override;
   void release(void* p) override;
+  bool reads_host_memory() const override { return true; }
   void upload(void* dst, const void* src, size_t bytes) override;
   void download(void* dst, const void* src, size_t bytes) override;
   void zero(void* dst, size_t bytes) override;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/cpu/activation.h"
+#include "backends/cpu/constant_floats.h"
 #include "backends/cpu/cpu_kernel.h"
 #include "backends/cpu/fp8_input.h"
 #include "backends/cpu/onednn.h"
@@ -146,7 +147,7 @@ class OnednnConv2dKernel : public CpuKernel {
         {DNNL_ARG_DST, memory(prim.pd.dst_desc(), engine, y)},
         {DNNL_ARG_SCRATCHPAD, cpu::onednn_scratchpad(prim.pd.scratchpad_desc())},
     };
-    if (!bias_.empty()) args.emplace(DNNL_ARG_BIAS, memory(bias_md(), engine, bias_.data()));
+    if (!bias_.empty()) args.emplace(DNNL_ARG_BIAS, memory(bias_md(), engine, const_cast<float*>(bias_.data())));
     if (residual)
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(prim.residual_post_op) | DNNL_ARG_SRC_1,
                    memory(prim.pd.dst_desc(), engine, const_cast<void*>(a.inputs[Residual].data)));
@@ -168,11 +169,11 @@ class OnednnConv2dKernel : public CpuKernel {
   OnednnConv2dKernel(const Graph& graph, const Node& n, Shape w_shape, const Conv2dParams& p,
                      const ConstantLookup& constants)
       : p_(p), w_shape_(std::move(w_shape)) {
-    weight_ = constants(graph.values()[n.inputs[Weight]].name).to_f32();
+    weight_ = cpu::ConstantFloats(constants(graph.values()[n.inputs[Weight]].name));
     x_is_e4m3_ = graph.values()[n.inputs[X]].dtype == DType::F8E4M3;
     if (n.input(WeightScale) >= 0)
-      apply_channel_scales(weight_, constants(graph.values()[n.inputs[WeightScale]].name).to_f32());
-    if (n.input(Bias) >= 0) bias_ = constants(graph.values()[n.inputs[Bias]].name).to_f32();
+      apply_channel_scales(weight_.owned(), constants(graph.values()[n.inputs[WeightScale]].name).to_f32());
+    if (n.input(Bias) >= 0) bias_ = cpu::ConstantFloats(constants(graph.values()[n.inputs[Bias]].name));
   }
 
   // The activation the mean pass applies instead of oneDNN (None: oneDNN applies it). Why:
@@ -233,7 +234,7 @@ class OnednnConv2dKernel : public CpuKernel {
   Conv2dParams p_;
   Shape w_shape_;
   bool x_is_e4m3_ = false;
-  std::vector<float> weight_, bias_;
+  cpu::ConstantFloats weight_, bias_;                   // weight_: the source of packed_
   std::vector<double> partial_;                         // channel_mean's sums per chunk of pixels
   std::deque<std::pair<memory::desc, memory>> packed_;  // a deque: primitives keep pointers into it
   std::map<std::tuple<int, int, int, bool>, Primitive> primitives_;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backends/cpu/activation.h"
+#include "backends/cpu/constant_floats.h"
 #include "backends/cpu/cpu_kernel.h"
 #include "backends/cpu/fp8_input.h"
 #include "backends/cpu/gemv.h"
@@ -47,10 +48,10 @@ class Dense {
     const Shape shape = resolve(w.shape, {});
     out_ = shape[0];
     in_ = shape[1];
-    weight_ = constants(w.name).to_f32();
-    if (n.input(bias_slot) >= 0) bias_ = constants(g.values()[n.inputs[bias_slot]].name).to_f32();
+    weight_ = cpu::ConstantFloats(constants(w.name));
+    if (n.input(bias_slot) >= 0) bias_ = cpu::ConstantFloats(constants(g.values()[n.inputs[bias_slot]].name));
     if (scale_slot >= 0 && n.input(scale_slot) >= 0) {  // FP8
-      apply_channel_scales(weight_, constants(g.values()[n.inputs[scale_slot]].name).to_f32());
+      apply_channel_scales(weight_.owned(), constants(g.values()[n.inputs[scale_slot]].name).to_f32());
       input_scale_ = static_cast<float>(n.attrs.get_float("input_scale"));
     }
   }
@@ -78,11 +79,11 @@ class Dense {
     dnnl::engine& engine = cpu::onednn_engine();
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memory(p.pd.src_desc(), engine, const_cast<float*>(x))},
-        {DNNL_ARG_WEIGHTS, p.packed ? *packed_ : memory(stored_md(), engine, weight_.data())},
+        {DNNL_ARG_WEIGHTS, p.packed ? *packed_ : memory(stored_md(), engine, const_cast<float*>(weight_.data()))},
         {DNNL_ARG_DST, memory(p.pd.dst_desc(), engine, y)},
         {DNNL_ARG_SCRATCHPAD, cpu::onednn_scratchpad(p.pd.scratchpad_desc())},
     };
-    if (!bias_.empty()) args.emplace(DNNL_ARG_BIAS, memory(bias_md(), engine, bias_.data()));
+    if (!bias_.empty()) args.emplace(DNNL_ARG_BIAS, memory(bias_md(), engine, const_cast<float*>(bias_.data())));
     if (residual)
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.residual_post_op) | DNNL_ARG_SRC_1,
                    memory(p.pd.dst_desc(), engine, const_cast<float*>(residual)));
@@ -144,7 +145,7 @@ class Dense {
   int64_t in_ = 0, out_ = 0;
   float input_scale_ = 0;               // > 0: an FP8 layer
   std::vector<float> rounded_;          // its input on the E4M3 grid
-  std::vector<float> weight_, bias_;    // weight_: [N, K] as stored, for gemv_rows and as the source of packed_
+  cpu::ConstantFloats weight_, bias_;   // weight_: [N, K] as stored, for gemv_rows and as the source of packed_
   std::optional<memory::desc> layout_;  // what oneDNN picked for the first row count
   std::optional<memory> packed_;        // the weights in layout_, where that is not as stored
   std::map<std::pair<int64_t, bool>, Primitive> primitives_;
