@@ -55,12 +55,14 @@ class Bundle {
   // and the kernel choices saved at build time.
   EngineOptions engine_options(const std::string& device) const;
   uint64_t file_size() const { return bytes_.size(); }
+  uint32_t format_version() const { return format_version_; }  // the header's (bundle/format.h)
   const std::string& path() const { return name_; }
 
  private:
   void parse();
   void check_descriptive_fields() const;
 
+  uint32_t format_version_ = 0;
   std::string name_;
   std::unique_ptr<MappedFile> file_;
   std::span<const uint8_t> bytes_;

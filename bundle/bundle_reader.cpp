@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "bundle/bundle.h"
+#include "bundle/checksum.h"
 #include "bundle/format.h"
 #include "core/checked_math.h"
 #include "core/dtype.h"
@@ -58,10 +59,11 @@ void Bundle::parse() {
              "[bundle] {} is not a kiln bundle (bad magic or too short)", name_);
   uint32_t version = get<uint32_t>(f, kOffVersion);
   KILN_CHECK(version != 1,
-             "[bundle] {} has format version 1 (kiln 0.1); this kiln reads version {}: rebuild it with "
+             "[bundle] {} has format version 1 (kiln 0.1); this kiln reads versions {} to {}: rebuild it with "
              "`kiln build`",
-             name_, kFormatVersion);
-  KILN_CHECK(version == kFormatVersion, "[bundle] {} has format version {}; this kiln reads version {}", name_, version,
+             name_, kOldestReadVersion, kFormatVersion);
+  KILN_CHECK(version >= kOldestReadVersion && version <= kFormatVersion,
+             "[bundle] {} has format version {}; this kiln reads versions {} to {}", name_, version, kOldestReadVersion,
              kFormatVersion);
   KILN_CHECK(get<uint32_t>(f, kOffHeaderSize) == kHeaderSize, "[bundle] {}: bad header size", name_);
   uint64_t m_off = get<uint64_t>(f, kOffManifestOffset), m_size = get<uint64_t>(f, kOffManifestSize);
@@ -78,9 +80,10 @@ void Bundle::parse() {
   auto data = f.subspan(d_off, d_size);
   KILN_CHECK(sha256_hex(manifest_bytes) == hex(f.subspan(kOffManifestSha, 32)),
              "[bundle] {}: manifest checksum mismatch; the file is corrupt", name_);
-  KILN_CHECK(sha256_hex(data) == hex(f.subspan(kOffDataSha, 32)),
+  KILN_CHECK(data_checksum_hex(version, data) == hex(f.subspan(kOffDataChecksum, 32)),
              "[bundle] {}: data checksum mismatch; the file is corrupt", name_);
 
+  format_version_ = version;
   const char* text = reinterpret_cast<const char*>(manifest_bytes.data());
   manifest_ = nlohmann::json::parse(text, text + m_size, nullptr, false);
   KILN_CHECK(!manifest_.is_discarded() && manifest_.is_object(), "[bundle] {}: manifest is not a JSON object", name_);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "bundle/bundle.h"
+#include "bundle/checksum.h"
 #include "bundle/format.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -106,7 +107,7 @@ uint64_t write_bundle(const std::string& path, const ModelDefinition& def, const
   put<uint64_t>(header, bundle::kOffDataSize, data.size());
   put_hex_digest(header, bundle::kOffManifestSha,
                  sha256_hex({reinterpret_cast<const uint8_t*>(manifest_text.data()), manifest_text.size()}));
-  put_hex_digest(header, bundle::kOffDataSha, sha256_hex(data));
+  put_hex_digest(header, bundle::kOffDataChecksum, bundle::data_checksum_hex(bundle::kFormatVersion, data));
 
   std::string tmp = path + ".tmp";
   {

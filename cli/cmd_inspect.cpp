@@ -4,7 +4,6 @@
 #include <map>
 
 #include "bundle/bundle.h"
-#include "bundle/format.h"
 #include "cli/commands.h"
 #include "core/checked_math.h"
 #include "core/dtype.h"
@@ -67,7 +66,7 @@ Command add_inspect(CLI::App& app) {
     const auto& model = m.at("model");
     const auto& task = m.at("task");
     fmt::print("bundle       {} ({:.1f} MiB, format v{}, kiln {})\n", args->bundle, b->file_size() / 1048576.0,
-               bundle::kFormatVersion, m.value("kiln_version", ""));  // the reader accepts this version only
+               b->format_version(), m.value("kiln_version", ""));
     fmt::print("model        {} @ {}\n", model.value("id", ""),
                model.value("revision", "") == "" ? "local" : model.value("revision", ""));
     fmt::print("architecture {} (family {})\n", model.value("architecture", ""), model.value("family", ""));

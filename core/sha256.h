@@ -1,4 +1,4 @@
-// SHA-256 through OpenSSL: bundle checksums and Hub download verification.
+// SHA-256 through OpenSSL: bundle manifest checksums, Hub download verification, provenance.
 #pragma once
 
 #include <cstdint>

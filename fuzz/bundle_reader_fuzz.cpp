@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bundle/bundle.h"
+#include "bundle/checksum.h"
 #include "bundle/format.h"
 #include "core/error.h"
 #include "core/sha256.h"
@@ -31,8 +32,10 @@ void seal(std::vector<uint8_t>& b) {
   auto put = [&](int at, const std::string& hex) {
     for (int i = 0; i < 32; ++i) b[at + i] = static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
   };
+  uint32_t version;
+  std::memcpy(&version, b.data() + kOffVersion, 4);
   put(kOffManifestSha, kiln::sha256_hex({b.data() + m_off, m_size}));
-  put(kOffDataSha, kiln::sha256_hex({b.data() + d_off, d_size}));
+  put(kOffDataChecksum, data_checksum_hex(version, {b.data() + d_off, d_size}));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@ packages=(
   libtomlplusplus-dev                                           # family.toml and checkpoint manifests
   libjpeg62-turbo-dev libpng-dev libwebp-dev                    # image decoders
   libcurl4-openssl-dev libssl-dev libcpp-httplib-dev curl       # Hub downloads, sha256, kiln serve and its tests
+  libxxhash-dev                                                 # bundle data checksums
   libopenblas-dev libdnnl-dev libarchive-dev                    # CPU GEMMs and convolutions, WebDataset shards
   ocl-icd-opencl-dev                                            # OpenCL, which Debian's dnnl-config.cmake requires (only recommended)
   libsentencepiece-dev libpcre2-dev                             # SentencePiece and byte-level BPE tokenizers

@@ -96,7 +96,8 @@ nlohmann::json manifest_of(const std::vector<uint8_t>& bytes) { return Bundle::f
 TEST(Bundle, RoundTrips) {
   auto bytes = tiny_bundle_bytes();
   auto b = Bundle::from_bytes(bytes, "tiny.bundle");
-  EXPECT_EQ(b->manifest()["format_version"], 2);
+  EXPECT_EQ(b->manifest()["format_version"], 3);
+  EXPECT_EQ(b->format_version(), 3u);
   EXPECT_EQ(b->graph("main").nodes().size(), 5u);
   EXPECT_EQ(b->main_graph(), "main");
   const auto w = b->constants()("conv.weight").to_f32();
@@ -213,6 +214,24 @@ TEST(Half, RoundsToNearestEven) {
     EXPECT_EQ(float_to_half(half_to_float(h)), h) << h;
 }
 
+// Version 2 differs only in its data checksum (SHA-256): such bundles are still read, and their
+// checksum checked as SHA-256.
+TEST(Bundle, ReadsVersion2) {
+  auto v2 = tiny_bundle_bytes();
+  uint64_t d_off, d_size;
+  std::memcpy(&d_off, v2.data() + bundle::kOffDataOffset, 8);
+  std::memcpy(&d_size, v2.data() + bundle::kOffDataSize, 8);
+  v2[bundle::kOffVersion] = 2;
+  EXPECT_NE(error_of(v2).find("data checksum mismatch"), std::string::npos);  // an XXH3 field under version 2
+  const std::string sha = sha256_hex({v2.data() + d_off, d_size});
+  for (int i = 0; i < 32; ++i)
+    v2[bundle::kOffDataChecksum + i] = static_cast<uint8_t>(std::stoi(sha.substr(2 * i, 2), nullptr, 16));
+  EXPECT_EQ(error_of(v2), "");
+  EXPECT_EQ(Bundle::from_bytes(v2, "v2.bundle")->format_version(), 2u);
+  v2[v2.size() - 70] ^= 0x10;
+  EXPECT_NE(error_of(v2).find("data checksum mismatch"), std::string::npos);
+}
+
 TEST(Bundle, RejectsTruncatedAndCorruptFiles) {
   auto good = tiny_bundle_bytes();
   EXPECT_EQ(error_of(good), "");
@@ -222,8 +241,8 @@ TEST(Bundle, RejectsTruncatedAndCorruptFiles) {
   bad_magic[0] = 'X';
   EXPECT_NE(error_of(bad_magic).find("bad magic"), std::string::npos);
   auto future = good;
-  future[bundle::kOffVersion] = 3;
-  EXPECT_NE(error_of(future).find("format version 3"), std::string::npos);
+  future[bundle::kOffVersion] = 4;
+  EXPECT_NE(error_of(future).find("format version 4; this kiln reads versions 2 to 3"), std::string::npos);
   auto old = good;
   old[bundle::kOffVersion] = 1;
   EXPECT_NE(error_of(old).find("rebuild it with `kiln build`"), std::string::npos);
