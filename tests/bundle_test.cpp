@@ -71,6 +71,12 @@ std::string error_of(const std::vector<uint8_t>& bytes) {
   return test::error_message([&] { Bundle::from_bytes(bytes, "x.bundle"); });
 }
 
+// Writes a digest given as hex digits into the header at `at`.
+void put_hex(std::vector<uint8_t>& bytes, int at, const std::string& hex) {
+  for (size_t i = 0; i < hex.size() / 2; ++i)
+    bytes[at + i] = static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+}
+
 // Rewrites the manifest (and both checksums) so that structural checks behind them are reached.
 std::vector<uint8_t> with_manifest(const std::vector<uint8_t>& bytes, const nlohmann::json& manifest) {
   uint64_t m_size, d_off, d_size;
@@ -85,9 +91,7 @@ std::vector<uint8_t> with_manifest(const std::vector<uint8_t>& bytes, const nloh
   m_size = text.size();
   std::memcpy(out.data() + bundle::kOffManifestSize, &m_size, 8);
   std::memcpy(out.data() + bundle::kOffDataOffset, &new_d_off, 8);
-  std::string sha = sha256_hex({out.data() + bundle::kHeaderSize, m_size});
-  for (int i = 0; i < 32; ++i)
-    out[bundle::kOffManifestSha + i] = static_cast<uint8_t>(std::stoi(sha.substr(2 * i, 2), nullptr, 16));
+  put_hex(out, bundle::kOffManifestSha, sha256_hex({out.data() + bundle::kHeaderSize, m_size}));
   return out;
 }
 
@@ -223,9 +227,7 @@ TEST(Bundle, ReadsVersion2) {
   std::memcpy(&d_size, v2.data() + bundle::kOffDataSize, 8);
   v2[bundle::kOffVersion] = 2;
   EXPECT_NE(error_of(v2).find("data checksum mismatch"), std::string::npos);  // an XXH3 field under version 2
-  const std::string sha = sha256_hex({v2.data() + d_off, d_size});
-  for (int i = 0; i < 32; ++i)
-    v2[bundle::kOffDataChecksum + i] = static_cast<uint8_t>(std::stoi(sha.substr(2 * i, 2), nullptr, 16));
+  put_hex(v2, bundle::kOffDataChecksum, sha256_hex({v2.data() + d_off, d_size}));
   EXPECT_EQ(error_of(v2), "");
   EXPECT_EQ(Bundle::from_bytes(v2, "v2.bundle")->format_version(), 2u);
   v2[v2.size() - 70] ^= 0x10;

@@ -1,13 +1,13 @@
 // The CPU backend's kernels, two kinds:
-// - reference: plain, readable loops (a BLAS GEMM where one does the work), one for every op.
-//   They are kiln's spec: every other backend and the fast CPU kernels are checked against them
-//   (tests/ops). Each op's kernel lives in backends/cpu/ops/<op>.cpp and registers itself:
+// - reference: plain, readable loops (a BLAS GEMM where one does the work; large copies over the
+//   threads), one for every op. They are kiln's spec: every other backend and the fast CPU
+//   kernels are checked against them (tests/ops). Each op's kernel lives in backends/cpu/ops/<op>.cpp and registers
+//   itself:
 //     KILN_REGISTER_CPU_KERNELS(softmax) { registry.add("softmax", make<SoftmaxKernel>); }
-// - fast: kernels on oneDNN (convolutions, dense layers), kiln's own vectorised loops
-//   (attention, log_softmax, layer_norm, topk, max_pool, reduce) or copies over the threads
-//   (concat, split) in backends/cpu/fast/<op>.cpp, registered with add_fast. A fast factory may
-//   decline a node (return null: a form it does not take), which then runs on the reference
-//   kernel.
+// - fast: kernels on oneDNN (convolutions, dense layers) or kiln's own vectorised loops
+//   (attention, log_softmax, layer_norm, topk, max_pool, reduce) in backends/cpu/fast/<op>.cpp,
+//   registered with add_fast. A fast factory may decline a node (return null: a form it does not
+//   take), which then runs on the reference kernel.
 #pragma once
 
 #include <functional>

@@ -1,6 +1,9 @@
 // split on the CPU: elements of any type; per index of the dims before the axis, consecutive
-// blocks of x go to each output in turn.
+// blocks of x go to each output in turn, those indices over the threads once x passes
+// cpu/copy.h's size.
 #include <cstring>
+
+#include "backends/cpu/copy.h"
 
 #include "backends/cpu/cpu_kernel.h"
 #include "core/dtype.h"
@@ -22,13 +25,15 @@ class SplitKernel : public CpuKernel {
     for (size_t d = axis + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
     const size_t in_row = static_cast<size_t>(x.shape[axis] * inner) * es;
     const auto* in = static_cast<const uint8_t*>(x.data);
-    size_t offset = 0;
-    for (const TensorRef& y : a.outputs) {
-      const size_t block = static_cast<size_t>(y.shape[axis] * inner) * es;
-      if (block == 0) continue;  // an empty output may have no memory at all
-      auto* out = static_cast<uint8_t*>(y.data);
-      for (int64_t o = 0; o < outer; ++o) std::memcpy(out + o * block, in + o * in_row + offset, block);
-      offset += block;
+#pragma omp parallel for schedule(static) if (in_row * outer >= cpu::kParallelCopyBytes)
+    for (int64_t o = 0; o < outer; ++o) {
+      size_t offset = 0;
+      for (const TensorRef& y : a.outputs) {
+        const size_t block = static_cast<size_t>(y.shape[axis] * inner) * es;
+        if (block == 0) continue;  // an empty output may have no memory at all
+        std::memcpy(static_cast<uint8_t*>(y.data) + o * block, in + o * in_row + offset, block);
+        offset += block;
+      }
     }
   }
 

@@ -18,7 +18,7 @@ KILN_OP_CASES(concat) {
       // NHWC channel concats whose runs the GPU copies 16 and 8 bytes at a time
       {{{2, 5, 6, 16}, {2, 5, 6, 8}, {2, 5, 6, 24}}, -1},
       {{{1, 3, 4, 12}, {1, 3, 4, 4}}, 3},
-      // over 1 MiB: the fast CPU kernel's rows over the threads
+      // over 1 MiB: the CPU kernel's rows over the threads
       {{{1, 64, 80, 16}, {1, 64, 80, 16}, {1, 64, 80, 32}}, -1}};
   for (DType t : {DType::F32, DType::F16, DType::I32})
     for (const auto& [shapes, axis] : specs) {
