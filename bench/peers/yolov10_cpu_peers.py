@@ -22,11 +22,12 @@ import os
 import shutil
 import struct
 import sys
-import time
 import types
 
 import numpy as np
 import torch
+
+from cpu_peers import time_calls  # the same timing as the EfficientNet peers (beside this file)
 
 
 def read_safetensors(path):
@@ -80,19 +81,6 @@ class Hub(torch.nn.Module):
     def __init__(self, detection_model):
         super().__init__()
         self.model = detection_model
-
-
-def time_calls(fn, warmup, samples):
-    for _ in range(warmup):
-        fn()
-    ms = []
-    for _ in range(samples):
-        t0 = time.perf_counter()
-        fn()
-        ms.append((time.perf_counter() - t0) * 1e3)
-    ms.sort()
-    pick = lambda q: ms[min(len(ms) - 1, int(q * (len(ms) - 1) + 0.5))]
-    return {"median_ms": pick(0.5), "p10_ms": pick(0.1), "p90_ms": pick(0.9), "min_ms": ms[0]}
 
 
 def main():
