@@ -5,7 +5,8 @@
 // every output of the strip that covers it. Weights are fp32 and sums fp32. An FP8 input is read
 // as 8-byte vectors of E4M3 (or rounded to E4M3 from fp16) and its scale applied to the sum.
 //
-// Two kernels, timed per layer and batch by the planner (variants):
+// Two kernels here, timed per layer and batch by the planner (variants) with the tensor-core ones
+// of depthwise_mma.cu:
 // - strip: each thread reads its inputs straight from global memory. Neighbouring strips and
 //   rows read the same input again (through L1/L2: K * ((kStrip - 1) * S + K) / kStrip reads per
 //   output, 4.5 at 3x3 and 10 at 5x5 with stride 1), but there is no staging.
@@ -18,7 +19,8 @@
 // converted once, issued fewer instructions but ran slower).
 #include <algorithm>
 
-#include "backends/cuda/fp8.cuh"
+#include "backends/cuda/depthwise_input.cuh"
+#include "backends/cuda/depthwise_mma.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/ptx.cuh"
 
@@ -29,32 +31,6 @@ namespace {
 constexpr int kMaxGroups = 1024;             // 8192 channels: one thread per group, at most 1024 a block
 constexpr int kStrip = 4;                    // outputs per thread along x
 constexpr size_t kMaxTileBytes = 96 * 1024;  // shared memory of a tile block (opted in past 48 KiB)
-
-// 8 input channels at one pixel as floats, as the layer's input mode reads them.
-template <DepthwiseInput kMode>
-__device__ __forceinline__ void load_input8(const DepthwiseArgs& p, int64_t offset, float (&xf)[8]) {
-  if constexpr (kMode == DepthwiseInput::E4M3) {
-    const uint2 q = __ldg(reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.x) + offset));
-    const uint32_t words[2] = {q.x, q.y};
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float2 f = from_e4m3x2(static_cast<uint16_t>(words[e / 2] >> (16 * (e % 2))));
-      xf[2 * e] = f.x;
-      xf[2 * e + 1] = f.y;
-    }
-  } else {
-    Half8 xv;
-    xv.u = __ldg(reinterpret_cast<const uint4*>(static_cast<const __half*>(p.x) + offset));
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      float2 f = __half22float2(xv.h2[e]);
-      if constexpr (kMode == DepthwiseInput::F16ToE4M3)
-        f = from_e4m3x2(to_e4m3x2(f.x * p.x_inv_scale, f.y * p.x_inv_scale));
-      xf[2 * e] = f.x;
-      xf[2 * e + 1] = f.y;
-    }
-  }
-}
 
 // The accumulators of a strip start at the bias, unless an FP8 input's scale is applied first.
 template <DepthwiseInput kMode>
@@ -286,7 +262,7 @@ struct TileVariant {
 constexpr TileVariant kTiles[] = {
     {"dw_tile_16x16", 16, 4, 4}, {"dw_tile_8x16", 8, 4, 4}, {"dw_tile_8x8", 8, 2, 8}, {"dw_tile_4x8", 4, 2, 8}};
 constexpr int kTileVariants = sizeof(kTiles) / sizeof(kTiles[0]);
-static_assert(kTileVariants + 1 == kDepthwiseVariants);
+static_assert(kTileVariants + 1 + kDepthwiseMmaVariants == kDepthwiseVariants);
 
 TileShape tile_shape(const DepthwiseArgs& p, int variant) {
   const TileVariant& v = kTiles[variant - 1];
@@ -351,16 +327,20 @@ bool depthwise_supported(int kernel, int stride, int channels) {
          channels % 8 == 0 && channels / 8 <= kMaxGroups;
 }
 
-const char* depthwise_variant_name(int variant) { return variant == 0 ? "dw_strip" : kTiles[variant - 1].name; }
+const char* depthwise_variant_name(int variant) {
+  if (variant > kTileVariants) return depthwise_mma_variant_name(variant - kTileVariants - 1);
+  return variant == 0 ? "dw_strip" : kTiles[variant - 1].name;
+}
 
 bool depthwise_variant_supports(const DepthwiseArgs& p, int variant) {
   if (variant == 0) return true;
-  if (variant > kTileVariants) return false;
+  if (variant > kTileVariants) return depthwise_mma_supports(p, variant - kTileVariants - 1);
   const TileShape t = tile_shape(p, variant);
   return tile_threads(t) % 32 == 0 && tile_bytes(p, t) <= kMaxTileBytes;  // whole warps: the pool's shuffles
 }
 
 void launch_depthwise(const DepthwiseArgs& p, int variant, cudaStream_t s) {
+  if (variant > kTileVariants) return launch_depthwise_mma(p, variant - kTileVariants - 1, s);
   if (p.x_mode == DepthwiseInput::E4M3)
     launch_mode<DepthwiseInput::E4M3>(p, variant, s);
   else if (p.x_mode == DepthwiseInput::F16ToE4M3)

@@ -84,7 +84,7 @@ struct DepthwiseArgs {
 bool depthwise_supported(int kernel, int stride, int channels);
 // Variants (depthwise_conv.cu says how they differ); the planner times them per layer and batch.
 // 0, the strip kernel, runs every supported layer and is the default.
-inline constexpr int kDepthwiseVariants = 5;
+inline constexpr int kDepthwiseVariants = 9;
 const char* depthwise_variant_name(int variant);
 bool depthwise_variant_supports(const DepthwiseArgs& args, int variant);
 void launch_depthwise(const DepthwiseArgs& args, int variant, cudaStream_t stream);

@@ -20,6 +20,13 @@ __device__ __forceinline__ void mma_m16n8k16(float (&c)[4], const uint32_t (&a)[
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// The same with K = 8: a[0] A(g, 2t..2t+1), a[1] A(g+8, 2t..); b[0] B(2t..2t+1, g); C as above.
+__device__ __forceinline__ void mma_m16n8k8(float (&c)[4], const uint32_t (&a)[2], uint32_t b) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(b));
+}
+
 // Four 8 x 8 fp16 matrices from shared memory: lanes 8i .. 8i + 7 give the addresses of matrix
 // i's rows (16 bytes each); lane l receives in r[i] row l / 4, elements 2 (l % 4) and 2 (l % 4) + 1
 // of matrix i (with _trans: of its transpose).
@@ -28,6 +35,11 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(s));
+}
+// Two of them: lanes 0 .. 15 give the row addresses.
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const void* row) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(s));
 }
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row));

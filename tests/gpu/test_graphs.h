@@ -31,9 +31,10 @@ inline const std::vector<std::string> kGemmVariantNames = {
     "wmma_32x64_k4", "wmma_32x64_k8", "mma_128x64",   "mma_64x64",   "mma_64x128",     "mma_32x64",
     "mma_128x32",    "gemv",          "mma_64x64_k4", "mma_32x64_k8"};
 
-// Every depthwise variant's name: the strip kernel, then the shared-memory tiles.
-inline const std::vector<std::string> kDepthwiseVariantNames = {"dw_strip", "dw_tile_16x16", "dw_tile_8x16",
-                                                                "dw_tile_8x8", "dw_tile_4x8"};
+// Every depthwise variant's name: the strip kernel, the shared-memory tiles, the tensor-core tiles.
+inline const std::vector<std::string> kDepthwiseVariantNames = {"dw_strip",    "dw_tile_16x16", "dw_tile_8x16",
+                                                                "dw_tile_8x8", "dw_tile_4x8",   "dw_mma_8x16",
+                                                                "dw_mma_8x32", "dw_mma_4x16",   "dw_mma_16x32"};
 
 // Builds image graphs ("pixels" [batch, C, height, width] NCHW -> NHWC layers -> "logits") with
 // random weights.
