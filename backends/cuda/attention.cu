@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/alignment.cuh"
 #include "backends/cuda/attention.cuh"
 #include "backends/cuda/attention_mma.cuh"
 #include "backends/cuda/attention_step.cuh"
@@ -53,7 +54,7 @@ __device__ __forceinline__ void dot_products(const T* q, const T* k, int64_t d, 
   for (int r = 0; r < R; ++r) score[r] = 0.0f;
   if (!valid) return;
   if constexpr (std::is_same_v<T, __half>) {
-    if (d % 8 == 0 && (reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k)) % 16 == 0) {
+    if (d % 8 == 0 && aligned16(q, k)) {
       for (int64_t c = 0; c < d; c += 8) {
         Half8 b;
         b.u = *reinterpret_cast<const uint4*>(k + c);

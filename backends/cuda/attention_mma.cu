@@ -17,6 +17,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "backends/cuda/alignment.cuh"
 #include "backends/cuda/attention_mma.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/ptx.cuh"
@@ -219,10 +220,9 @@ void launch_d(const AttentionArgs& p, dim3 grid, cudaStream_t s) {
 }  // namespace
 
 bool attention_mma_fits(const AttentionArgs& p) {
-  const auto aligned = [](const void* x) { return reinterpret_cast<uintptr_t>(x) % 16 == 0; };
   return p.type == DType::F16 && !p.kv_rows && p.sq >= 16 && p.d % 8 == 0 && p.dv % 8 == 0 && p.d <= 128 &&
-         p.dv <= 128 && aligned(p.q) && aligned(p.k) && aligned(p.v) && aligned(p.y) &&
-         (p.sq + kRows - 1) / kRows <= 65535 && p.batch * p.heads <= INT32_MAX;
+         p.dv <= 128 && aligned16(p.q, p.k, p.v, p.y) && (p.sq + kRows - 1) / kRows <= 65535 &&
+         p.batch * p.heads <= INT32_MAX;
 }
 
 void launch_attention_mma(const AttentionArgs& p, cudaStream_t s) {

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/alignment.cuh"
 #include "backends/cuda/attention_step.cuh"
 #include "backends/cuda/float_io.cuh"
 #include "backends/cuda/launch.cuh"
@@ -237,11 +238,9 @@ void launch_split(const AttentionArgs& p, cudaStream_t s) {
   }
 }
 
-bool aligned16(const void* x) { return reinterpret_cast<uintptr_t>(x) % 16 == 0; }
-
 template <typename T>
 void launch_typed(const AttentionArgs& p, cudaStream_t s) {
-  const bool vec = p.d % 8 == 0 && p.dv % 8 == 0 && aligned16(p.q) && aligned16(p.k) && aligned16(p.v);
+  const bool vec = p.d % 8 == 0 && p.dv % 8 == 0 && aligned16(p.q, p.k, p.v);
   const bool narrow = p.d <= 64 && p.dv <= 64;
   if (vec)
     narrow ? launch_split<T, 64, true>(p, s) : launch_split<T, 128, true>(p, s);

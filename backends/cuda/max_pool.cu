@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/alignment.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/max_pool.cuh"
 #include "backends/cuda/numeric.cuh"
@@ -16,6 +17,22 @@ namespace kiln::cuda {
 
 namespace {
 
+// Output element `pixel` (n, oy, ox) of the grid-stride loops: calls cell(offset) with the pixel
+// offset in x of every cell of its window that lies inside the map. Every window holds at least
+// one (each pad is smaller than the kernel), so the -inf the kernels start from never survives.
+template <typename Cell>
+__device__ __forceinline__ void for_each_window_cell(const MaxPoolArgs& p, int64_t pixel, Cell&& cell) {
+  const int64_t ox = pixel % p.ow, oy = pixel / p.ow % p.oh, n = pixel / (p.ow * p.oh);
+  for (int ky = 0; ky < p.kh; ++ky) {
+    const int64_t iy = oy * p.stride_h - p.pad_top + ky;
+    if (iy < 0 || iy >= p.h) continue;
+    for (int kx = 0; kx < p.kw; ++kx) {
+      const int64_t ix = ox * p.stride_w - p.pad_left + kx;
+      if (ix >= 0 && ix < p.w) cell((n * p.h + iy) * p.w + ix);
+    }
+  }
+}
+
 template <typename T>
 __global__ void max_pool_kernel(MaxPoolArgs p) {
   wait_for_predecessor();
@@ -24,21 +41,12 @@ __global__ void max_pool_kernel(MaxPoolArgs p) {
   const int64_t total = p.n * p.oh * p.ow * p.c;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t c = i % p.c, pixel = i / p.c;
-    const int64_t ox = pixel % p.ow, oy = pixel / p.ow % p.oh, n = pixel / (p.ow * p.oh);
-    // Every window holds a cell of x (each pad is smaller than the kernel), so -inf never
-    // survives.
+    const int64_t c = i % p.c;
     float best = -INFINITY;
-    for (int ky = 0; ky < p.kh; ++ky) {
-      const int64_t iy = oy * p.stride_h - p.pad_top + ky;
-      if (iy < 0 || iy >= p.h) continue;
-      for (int kx = 0; kx < p.kw; ++kx) {
-        const int64_t ix = ox * p.stride_w - p.pad_left + kx;
-        if (ix < 0 || ix >= p.w) continue;
-        const float v = to_float(x[((n * p.h + iy) * p.w + ix) * p.c + c]);
-        if (v > best || isnan(v)) best = v;  // NaN, once in, stays
-      }
-    }
+    for_each_window_cell(p, i / p.c, [&](int64_t at) {
+      const float v = to_float(x[at * p.c + c]);
+      if (v > best || isnan(v)) best = v;  // NaN, once in, stays
+    });
     y[i] = from_float<T>(best);  // one of x's values: exact in T
   }
 }
@@ -50,22 +58,15 @@ __global__ void max_pool_half8_kernel(MaxPoolArgs p) {
   const int64_t groups = p.c / 8, total = p.n * p.oh * p.ow * groups;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t g = i % groups, pixel = i / groups;
-    const int64_t ox = pixel % p.ow, oy = pixel / p.ow % p.oh, n = pixel / (p.ow * p.oh);
+    const int64_t g = i % groups;
     Half8 best;
-    for (__half2& b : best.h2) b = __half2half2(__ushort_as_half(0xfc00));  // -inf: never survives
-    for (int ky = 0; ky < p.kh; ++ky) {
-      const int64_t iy = oy * p.stride_h - p.pad_top + ky;
-      if (iy < 0 || iy >= p.h) continue;
-      for (int kx = 0; kx < p.kw; ++kx) {
-        const int64_t ix = ox * p.stride_w - p.pad_left + kx;
-        if (ix < 0 || ix >= p.w) continue;
-        Half8 v;
-        v.u = x[((n * p.h + iy) * p.w + ix) * groups + g];
+    for (__half2& b : best.h2) b = __half2half2(__ushort_as_half(0xfc00));  // -inf
+    for_each_window_cell(p, i / groups, [&](int64_t at) {
+      Half8 v;
+      v.u = x[at * groups + g];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) best.h2[e] = __hmax2_nan(best.h2[e], v.h2[e]);  // NaN, once in, stays
-      }
-    }
+      for (int e = 0; e < 4; ++e) best.h2[e] = __hmax2_nan(best.h2[e], v.h2[e]);  // NaN, once in, stays
+    });
     y[i] = best.u;
   }
 }
@@ -75,8 +76,7 @@ __global__ void max_pool_half8_kernel(MaxPoolArgs p) {
 void launch_max_pool(const MaxPoolArgs& p, cudaStream_t stream) {
   const int64_t total = p.n * p.oh * p.ow * p.c;
   if (total <= 0) return;
-  const auto aligned = [](const void* v) { return reinterpret_cast<uintptr_t>(v) % 16 == 0; };
-  if (p.type == DType::F16 && p.c % 8 == 0 && aligned(p.x) && aligned(p.y)) {
+  if (p.type == DType::F16 && p.c % 8 == 0 && aligned16(p.x, p.y)) {
     launch(max_pool_half8_kernel, grid_blocks(total / 8), kBlockThreads, 0, stream, p);
     return;
   }

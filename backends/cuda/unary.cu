@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/alignment.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/numeric.cuh"
 #include "backends/cuda/strided.cuh"
@@ -38,7 +39,7 @@ __global__ void activation_half8_kernel(const uint4* x, uint4* y, int64_t n8, Ac
 
 void launch_activation(Act act, DType type, const void* x, void* y, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
-  if (type == DType::F16 && n % 8 == 0 && (reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(y)) % 16 == 0) {
+  if (type == DType::F16 && n % 8 == 0 && aligned16(x, y)) {
     launch(activation_half8_kernel, grid_blocks(n / 8), kBlockThreads, 0, stream, static_cast<const uint4*>(x),
            static_cast<uint4*>(y), n / 8, act);
     return;
