@@ -17,7 +17,7 @@
 // fp16); FP8 inputs are staged as their E4M3 values (exact in fp16) and scaled in the epilogue.
 //
 // Measured on an H200 (bench/results/2026-12-05-h200-depthwise-mma/): the planner takes these for
-// most of efficientnet_b0's layers at batch 1 and few at batch 32 and 128, where they are level
+// most layers of an image classifier at batch 1 and few at batch 32 and 128, where they are level
 // with the tile kernels at about 1.2 TB/s: with the instructions gone, something else (latency,
 // the access pattern) bounds the depthwise convs at large batch.
 #include "backends/cuda/depthwise_mma.cuh"
