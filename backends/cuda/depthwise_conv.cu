@@ -22,7 +22,6 @@
 #include "backends/cuda/depthwise_input.cuh"
 #include "backends/cuda/depthwise_mma.cuh"
 #include "backends/cuda/launch.cuh"
-#include "backends/cuda/ptx.cuh"
 
 namespace kiln::cuda {
 
@@ -174,8 +173,10 @@ __global__ void depthwise_tile_kernel(DepthwiseArgs p, TileShape t) {
   constexpr int kCols = (kStrip - 1) * S + K;
   const int in_rows = tile_in_rows(t.rows, K, S), in_cols = tile_in_cols(t.strips, K, S);
   const int tile_w = t.strips * kStrip, tiles_x = (p.ow + tile_w - 1) / tile_w;
-  const int oy0 = blockIdx.x / tiles_x * t.rows, ox0 = blockIdx.x % tiles_x * tile_w;
-  const int n = blockIdx.y, cb = blockIdx.z * t.groups * 8;
+  const int slices = p.c / 8 / t.groups;
+  const int tile_index = blockIdx.x / slices, slice = blockIdx.x - tile_index * slices;
+  const int oy0 = tile_index / tiles_x * t.rows, ox0 = tile_index % tiles_x * tile_w;
+  const int n = blockIdx.y, cb = slice * t.groups * 8;
   const int iy0 = oy0 * S - p.pad_top, ix0 = ox0 * S - p.pad_left;
   const int pixels = in_rows * in_cols;
 
@@ -186,22 +187,9 @@ __global__ void depthwise_tile_kernel(DepthwiseArgs p, TileShape t) {
     const int iy = iy0 + r, ix = ix0 + col;
     const bool inside = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w_in;
     const int64_t offset = image + (static_cast<int64_t>(iy) * p.w_in + ix) * p.c + g * 8;
-    uint4* slot = tile + tile_slot<S>(pixel, g, t.groups_log2);
-    if constexpr (kMode == DepthwiseInput::F16) {
-      ptx::copy_async16(slot, static_cast<const __half*>(p.x) + (inside ? offset : 0), inside ? 16 : 0);
-    } else {
-      Half8 v;
-      v.u = make_uint4(0, 0, 0, 0);
-      if (inside) {
-        float xf[8];
-        load_input8<kMode>(p, offset, xf);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) v.h2[e] = __floats2half2_rn(xf[2 * e], xf[2 * e + 1]);
-      }
-      *slot = v.u;
-    }
+    stage_input8<kMode>(p, tile + tile_slot<S>(pixel, g, t.groups_log2), offset, inside);
   }
-  if constexpr (kMode == DepthwiseInput::F16) ptx::copy_async_wait_all();
+  wait_staged<kMode>();
   __syncthreads();
 
   const int g = threadIdx.x & (t.groups - 1), lane = threadIdx.x >> t.groups_log2;
@@ -302,22 +290,8 @@ void launch_shape(const DepthwiseArgs& p, int variant, cudaStream_t s) {
   const TileShape t = tile_shape(p, variant);
   const int tile_w = t.strips * kStrip;
   const int tiles = ((p.oh + t.rows - 1) / t.rows) * ((p.ow + tile_w - 1) / tile_w);
-  const dim3 grid(tiles, p.batch, p.c / 8 / t.groups);
+  const dim3 grid(tiles * (p.c / 8 / t.groups), p.batch);  // channel slices innermost, as in depthwise_mma.cu
   launch(depthwise_tile_kernel<K, S, kMode>, grid, tile_threads(t), tile_bytes(p, t), s, p, t);
-}
-
-template <DepthwiseInput kMode>
-void launch_mode(const DepthwiseArgs& p, int variant, cudaStream_t s) {
-  if (p.kernel == 3 && p.stride == 1)
-    launch_shape<3, 1, kMode>(p, variant, s);
-  else if (p.kernel == 3)
-    launch_shape<3, 2, kMode>(p, variant, s);
-  else if (p.kernel == 7)  // stride 1 only: large-kernel blocks (RepVGG-style, merged)
-    launch_shape<7, 1, kMode>(p, variant, s);
-  else if (p.stride == 1)
-    launch_shape<5, 1, kMode>(p, variant, s);
-  else
-    launch_shape<5, 2, kMode>(p, variant, s);
 }
 
 }  // namespace
@@ -341,12 +315,9 @@ bool depthwise_variant_supports(const DepthwiseArgs& p, int variant) {
 
 void launch_depthwise(const DepthwiseArgs& p, int variant, cudaStream_t s) {
   if (variant > kTileVariants) return launch_depthwise_mma(p, variant - kTileVariants - 1, s);
-  if (p.x_mode == DepthwiseInput::E4M3)
-    launch_mode<DepthwiseInput::E4M3>(p, variant, s);
-  else if (p.x_mode == DepthwiseInput::F16ToE4M3)
-    launch_mode<DepthwiseInput::F16ToE4M3>(p, variant, s);
-  else
-    launch_mode<DepthwiseInput::F16>(p, variant, s);
+  with_depthwise_shape(p, [&](auto k, auto stride, auto mode) {
+    launch_shape<decltype(k)::value, decltype(stride)::value, decltype(mode)::value>(p, variant, s);
+  });
 }
 
 }  // namespace kiln::cuda

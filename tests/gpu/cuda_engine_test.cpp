@@ -181,13 +181,13 @@ TEST(CudaEngine, CudnnConvPlansMatchCpu) {
 }
 
 // Each depthwise variant forced on every depthwise layer that can take it: every kernel size and
-// stride the kernels take, channel counts that give the tile kernels 1 to 8 groups per block,
-// with and without the squeeze-excite mean, maps that are not a multiple of any tile, batch 1
-// and 3.
+// stride the kernels take, channel counts that give the kernels 1 to 8 groups of 8 channels per
+// block and up to 9 channel slices per tile (144 channels: 18 groups), with and without the
+// squeeze-excite mean, maps that are not a multiple of any tile, batch 1 and 3.
 TEST(CudaEngine, EveryDepthwiseVariantMatchesCpu) {
   REQUIRE_GPU();
   for (auto [k, stride] : {std::pair{3, 1}, std::pair{3, 2}, std::pair{5, 1}, std::pair{5, 2}, std::pair{7, 1}})
-    for (int c : {8, 48, 64}) {
+    for (int c : {8, 48, 64, 144}) {
       GraphMaker g(31 + k + c);
       int x = g.input(3);
       x = g.conv(x, c, 3, 1, false, Activation::SiLU);
