@@ -182,7 +182,7 @@ class OnednnConv2dKernel : public CpuKernel {
   // is one, instead of as oneDNN's post-op (None: oneDNN applies it). Why: oneDNN's SiLU post-op
   // took as long as the depthwise convolution it follows, twice a pass of kiln's own over the
   // output (and the mean reads that output anyway); after the 1x1 convs too, kiln's pass made an
-  // image classifier 3-7% faster on 2 cores (bench/results/2026-12-05-cpu-silu-pass.md).
+  // image classifier up to 7% faster on 2 cores (bench/results/2026-12-05-cpu-silu-pass.md).
   // Before a residual add the activation stays inside the primitive.
   Activation deferred_activation(bool residual) const {
     return !residual && (p_.mean_output || p_.act == Activation::SiLU) ? p_.act : Activation::None;
