@@ -133,14 +133,18 @@ __global__ void __launch_bounds__(kWarps * 32) gemm_stream_kernel(GemmArgs p, in
   }
 }
 
-// Enough blocks to fill every SM once (the kernel walks the rows), times the column chunks.
+// Blocks for every column chunk that together fill each SM once (the kernel walks the rows).
 template <int KS, int NT>
 void launch_shape(const GemmArgs& p, cudaStream_t s) {
   constexpr int kBytes = StreamSmem<KS, NT>::kBlockBytes;
   static_assert(kBytes <= 48 * 1024, "past 48 KiB a kernel must opt in");
   static const int per_sm = [] {
     int blocks = 0;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, gemm_stream_kernel<KS, NT>, kWarps * 32, kBytes);
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, gemm_stream_kernel<KS, NT>, kWarps * 32, kBytes) !=
+        cudaSuccess) {
+      (void)cudaGetLastError();  // not this call's error to report: the launch below reports its own
+      blocks = 1;
+    }
     return blocks > 0 ? blocks : 1;
   }();
   int device = 0, sms = 1;
@@ -148,7 +152,8 @@ void launch_shape(const GemmArgs& p, cudaStream_t s) {
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   const int chunks = (p.n + NT * 8 - 1) / (NT * 8);
   const int64_t tiles = (static_cast<int64_t>(p.m) + kRows - 1) / kRows;
-  const int64_t slots = std::min<int64_t>((tiles + kWarps - 1) / kWarps, static_cast<int64_t>(sms) * per_sm);
+  const int64_t slots = std::min<int64_t>((tiles + kWarps - 1) / kWarps,
+                                          std::max<int64_t>(1, static_cast<int64_t>(sms) * per_sm / chunks));
   launch(gemm_stream_kernel<KS, NT>, dim3(static_cast<unsigned>(slots * chunks)), kWarps * 32, kBytes, s, p, chunks);
 }
 
@@ -164,11 +169,13 @@ void launch_columns(const GemmArgs& p, cudaStream_t s) {
     launch_shape<3, NT>(p, s);
   else if (steps <= 4)
     launch_shape<4, NT>(p, s);
-  else if constexpr (NT * 8 <= 32) {  // B fragments: NT * KS * 2 registers a thread
+  else if constexpr (NT == 4) {  // B fragments: NT * KS * 2 registers a thread
     if (steps <= 6)
       launch_shape<6, NT>(p, s);
     else
       launch_shape<8, NT>(p, s);
+  } else {
+    launch_columns<4>(p, s);  // past 64: 32 columns a warp (gemm_stream_supports keeps this tile to 64)
   }
 }
 
@@ -177,7 +184,7 @@ constexpr int kMaxK[kStreamTiles] = {128, 64};
 }  // namespace
 
 bool gemm_stream_supports(const GemmArgs& p, int tile) {
-  return tile >= 0 && tile < kStreamTiles && p.k <= kMaxK[tile] && p.k % 8 == 0 && p.n % 8 == 0 && !p.fp8 &&
+  return tile >= 0 && tile < kStreamTiles && p.k <= kMaxK[tile] && p.k % 8 == 0 && p.n % 8 == 0 && p.n > 0 && !p.fp8 &&
          !p.out_e4m3 && !p.out_f32 && !p.gate && !p.residual && !p.im2col.active() && p.out_cols == 0 && p.m > 0;
 }
 
