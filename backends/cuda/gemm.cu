@@ -6,6 +6,7 @@
 
 #include "backends/cuda/gemm_epilogue.cuh"
 #include "backends/cuda/gemm_mma.cuh"
+#include "backends/cuda/gemm_stream.cuh"
 #include "backends/cuda/gemv.cuh"
 #include "backends/cuda/launch.cuh"
 
@@ -210,18 +211,19 @@ void launch_split(GemmArgs p, int splits, cudaStream_t s) {
 
 constexpr int kWmmaVariants = 8;
 constexpr int kGemvVariant = kWmmaVariants + kMmaTiles;
-constexpr int kMmaSplitVariant = kGemvVariant + 1;  // then the mma.sync split-K variants
-static_assert(kMmaSplitVariant + 2 == kGemmVariants);
-// K slices per variant (1: no split), and the mma tile each split-K mma variant runs.
-constexpr int kSplits[kGemmVariants] = {1, 1, 1, 1, 1, 1, 4, 8, 1, 1, 1, 1, 1, 1, 4, 8};
+constexpr int kMmaSplitVariant = kGemvVariant + 1;    // then the mma.sync split-K variants
+constexpr int kStreamVariant = kMmaSplitVariant + 2;  // then the short-K streaming ones (gemm_stream.cu)
+static_assert(kStreamVariant + kStreamTiles == kGemmVariants);
+// K slices per tile variant (1: no split), and the mma tile each split-K mma variant runs.
+constexpr int kSplits[kStreamVariant] = {1, 1, 1, 1, 1, 1, 4, 8, 1, 1, 1, 1, 1, 1, 4, 8};
 constexpr int kMmaSplitTile[2] = {1, 3};
-// Output rows per block, by variant: the grid's y dimension counts row tiles (65535 at most).
-constexpr int kTileRows[kGemmVariants] = {64, 128, 64, 32, 128, 64, 32, 32, 128, 64, 64, 32, 128, 1, 64, 32};
+// Output rows per block of a tile variant: the grid's y dimension counts row tiles (65535 at most).
+constexpr int kTileRows[kStreamVariant] = {64, 128, 64, 32, 128, 64, 32, 32, 128, 64, 64, 32, 128, 1, 64, 32};
 
 }  // namespace
 
 size_t gemm_workspace_bytes(const GemmArgs& p, int variant) {
-  const int splits = variant >= 0 && variant < kGemmVariants ? kSplits[variant] : 1;
+  const int splits = variant >= 0 && variant < kStreamVariant ? kSplits[variant] : 1;
   return splits > 1 ? static_cast<size_t>(splits) * p.m * p.n * sizeof(float) : 0;
 }
 
@@ -233,6 +235,7 @@ const char* gemm_variant_name(int variant) {
   if (variant == kGemvVariant) return "gemv";
   if (variant == kMmaSplitVariant) return "mma_64x64_k4";
   if (variant == kMmaSplitVariant + 1) return "mma_32x64_k8";
+  if (variant >= kStreamVariant && variant < kGemmVariants) return kStreamTileNames[variant - kStreamVariant];
   return "?";
 }
 
@@ -241,6 +244,7 @@ const char* gemm_variant_name(int variant) {
 // An implicit GEMM (a k x k conv) runs on the mma.sync kernels only, in fp16 without a gate.
 bool gemm_variant_supports(const GemmArgs& p, int variant) {
   if (variant < 0 || variant >= kGemmVariants) return false;
+  if (variant >= kStreamVariant) return gemm_stream_supports(p, variant - kStreamVariant);
   if ((static_cast<int64_t>(p.m) + kTileRows[variant] - 1) / kTileRows[variant] > 65535) return false;
   if ((p.out_f32 || p.out_e4m3) && (p.gate || p.residual)) return false;
   if (variant >= kMmaSplitVariant && (p.fp8 || p.out_e4m3)) return false;
@@ -259,6 +263,7 @@ int gemm_default_variant(const GemmArgs& p) {
 
 void launch_gemm(const GemmArgs& p, int variant, cudaStream_t s) {
   if (variant == kGemvVariant) return launch_gemv(p, s);
+  if (variant >= kStreamVariant) return launch_gemm_stream(p, variant - kStreamVariant, s);
   if (variant >= kMmaSplitVariant) {
     GemmArgs q = p;
     q.splits = kSplits[variant];

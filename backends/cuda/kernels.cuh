@@ -54,8 +54,9 @@ struct GemmArgs {
 // Tile variants (block rows x cols); the planner times them and picks one per layer and batch.
 // 0-7 are fp16 WMMA kernels, 8-12 mma.sync kernels for fp16 and FP8 (sm_89 and newer for FP8),
 // 13 the few-rows kernel (gemv.cu), the default for up to 16 rows, 14-15 mma.sync with K split
-// over 4 or 8 blocks (fp16; implicit GEMMs too).
-inline constexpr int kGemmVariants = 16;
+// over 4 or 8 blocks (fp16; implicit GEMMs too), 16-17 the short-K streaming kernels
+// (gemm_stream.cu: K up to 128, fp16, no gate or residual).
+inline constexpr int kGemmVariants = 18;
 const char* gemm_variant_name(int variant);
 bool gemm_variant_supports(const GemmArgs& args, int variant);
 int gemm_default_variant(const GemmArgs& args);

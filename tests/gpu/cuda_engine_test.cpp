@@ -3,6 +3,7 @@
 // Skips (with a message) where there is no usable GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -94,6 +95,7 @@ TEST(CudaEngine, EveryGemmVariantMatchesCpu) {
   int y = g.conv(d, 336, 1, 1, false, Activation::None);  // long K next, for the split-K variants
   y = g.conv(y, 48, 1, 1, false, Activation::None);
   y = g.op("add", {y, x});
+  y = g.conv(y, 120, 1, 1, false, Activation::SiLU);  // short K, no gate: the streaming variants
   y = g.flatten(g.pool(y));
   y = g.linear(y, 24, Activation::None);
   g.finish(y);
@@ -107,6 +109,38 @@ TEST(CudaEngine, EveryGemmVariantMatchesCpu) {
     auto gpu = forced.forced(variant);
     const std::vector<float> b = test::logits(*gpu, input);
     EXPECT_GE(test::ForcedVariants::taken(*gpu, sizes, variant), 1) << "the forced plan was not used";
+    EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant;
+  }
+}
+
+// The streaming GEMMs' blocks stay resident and walk the rows (gemm_stream.cu): a map large enough
+// that every warp takes several tiles with the next one's copy in flight (batch 3 of 225 x 239:
+// 161325 rows, not a multiple of 16), K of 16, 120, 24 and 40 (one, eight, two and three steps
+// of 16, the last padded), N with a partial last chunk of columns (120 and 40). The output is
+// the last map itself, compared element by element: a tile done wrong would vanish in a pooled
+// output. (The last conv writes the graph's f32 output, which these kernels do not take.)
+TEST(CudaEngine, StreamingGemmsWalkManyTiles) {
+  REQUIRE_GPU();
+  GraphMaker g(41);
+  int x = g.input(3);
+  x = g.conv(x, 16, 3, 1, false, Activation::SiLU);
+  x = g.conv(x, 120, 1, 1, false, Activation::SiLU);
+  x = g.conv(x, 24, 1, 1, false, Activation::None);
+  x = g.conv(x, 40, 1, 1, false, Activation::ReLU);
+  x = g.conv(x, 16, 1, 1, false, Activation::None);
+  g.finish(x);
+  const Bindings sizes = image_sizes(3, 225, 239);
+  const test::ForcedVariants forced(g.def, sizes);
+  const Tensor input = test::random_input(g.def, 3, 225, 239, 43);
+  const std::vector<float> a = test::logits(*test::engine(g.def, "cpu"), input);
+  const float peak =
+      std::abs(*std::max_element(a.begin(), a.end(), [](float u, float v) { return std::abs(u) < std::abs(v); }));
+  for (const std::string variant : {"stream_n32", "stream_n64"}) {
+    auto gpu = forced.forced(variant);
+    const std::vector<float> b = test::logits(*gpu, input);
+    EXPECT_EQ(test::ForcedVariants::taken(*gpu, sizes, variant), variant == "stream_n32" ? 3 : 2)
+        << "the forced plan was not used: " << variant;
+    EXPECT_LT(test::max_abs_diff(a.data(), b.data(), a.size()), 1e-2 * peak) << variant;
     EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant;
   }
 }
