@@ -144,9 +144,10 @@ __global__ void depthwise_strip_kernel(DepthwiseArgs p, int lanes) {
 }
 
 // A tile kernel's block: rows x (strips * kStrip) outputs of 8 * groups channels (groups a power
-// of two, 1 << groups_log2), one thread per strip and group.
+// of two, 1 << groups_log2), one thread per strip and group; `slices` blocks share a tile of
+// outputs, each its groups.
 struct TileShape {
-  int rows = 0, strips = 0, groups = 0, groups_log2 = 0;
+  int rows = 0, strips = 0, groups = 0, groups_log2 = 0, slices = 0;
 };
 
 // Where input pixel `pixel` (row-major in the tile) and channel group g live in shared memory: one
@@ -173,8 +174,7 @@ __global__ void depthwise_tile_kernel(DepthwiseArgs p, TileShape t) {
   constexpr int kCols = (kStrip - 1) * S + K;
   const int in_rows = tile_in_rows(t.rows, K, S), in_cols = tile_in_cols(t.strips, K, S);
   const int tile_w = t.strips * kStrip, tiles_x = (p.ow + tile_w - 1) / tile_w;
-  const int slices = p.c / 8 / t.groups;
-  const int tile_index = blockIdx.x / slices, slice = blockIdx.x - tile_index * slices;
+  const int tile_index = blockIdx.x / t.slices, slice = blockIdx.x - tile_index * t.slices;
   const int oy0 = tile_index / tiles_x * t.rows, ox0 = tile_index % tiles_x * tile_w;
   const int n = blockIdx.y, cb = slice * t.groups * 8;
   const int iy0 = oy0 * S - p.pad_top, ix0 = ox0 * S - p.pad_left;
@@ -260,6 +260,7 @@ TileShape tile_shape(const DepthwiseArgs& p, int variant) {
   t.groups = v.groups;
   while ((p.c / 8) % t.groups) t.groups /= 2;
   while ((1 << t.groups_log2) < t.groups) ++t.groups_log2;
+  t.slices = p.c / 8 / t.groups;
   return t;
 }
 
@@ -290,7 +291,7 @@ void launch_shape(const DepthwiseArgs& p, int variant, cudaStream_t s) {
   const TileShape t = tile_shape(p, variant);
   const int tile_w = t.strips * kStrip;
   const int tiles = ((p.oh + t.rows - 1) / t.rows) * ((p.ow + tile_w - 1) / tile_w);
-  const dim3 grid(tiles * (p.c / 8 / t.groups), p.batch);  // channel slices innermost, as in depthwise_mma.cu
+  const dim3 grid(tiles * t.slices, p.batch);  // channel slices innermost, as in depthwise_mma.cu
   launch(depthwise_tile_kernel<K, S, kMode>, grid, tile_threads(t), tile_bytes(p, t), s, p, t);
 }
 
