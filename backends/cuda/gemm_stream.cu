@@ -9,6 +9,8 @@
 // registers for the whole kernel (blocks stay resident and take 16-row tiles of A in turn), reads
 // A by cp.async into a warp-private double buffer and ldmatrix, and stages only the finished fp16
 // outputs in shared memory, so that rows leave as 16-byte stores. No block-wide barrier.
+// Measured on an H100 (bench/results/2026-12-05-h100-stream-gemm/): the planner takes it for an
+// image classifier's expand convs, whose group went from 1.10 to 0.81 ms at batch 128.
 #include "backends/cuda/gemm_stream.cuh"
 
 #include <algorithm>
