@@ -4,6 +4,9 @@
 #include <fstream>
 #include <set>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "backends/engine.h"
 #include "bundle/bundle.h"
 #include "bundle/format.h"
@@ -153,23 +156,35 @@ Status build(const std::string& source, const std::string& output_path, const Bu
           {"fp8_layers", fp8_layers}};
       calibration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    // With a GPU, time the candidate kernels for every batch size now and keep the choices.
-    std::string planned_on;
-    double planning_seconds = 0;
-    if (options.precision != "fp32" && cuda_available()) {
-      auto t0 = std::chrono::steady_clock::now();
-      const Graph& g = def.graph(def.task_config.value("graph", std::string("main")));
-      Engine engine(g, def.constants(), EngineOptions{"cuda", "fp16"});
+    // Time the candidate kernels for every batch size now and keep the choices, on the device
+    // the bundle's precision is for: the GPU (fp16, fp8) where there is one, the CPU (fp32:
+    // oneDNN's implementations of the large convs) with the thread count set for this process.
+    // Not both: timing a batch of 128 on the CPU would take most of a GPU bundle's build.
+    std::vector<std::string> planned_on;
+    const auto planning_start = std::chrono::steady_clock::now();
+    const Graph& g = def.graph(def.task_config.value("graph", std::string("main")));
+    auto plan_on = [&](EngineOptions engine_options) {
+      Engine engine(g, def.constants(), engine_options);
       for (int b : options.batch_sizes) {
         Bindings sizes = g.example_bindings();
         KILN_CHECK(sizes.count("batch"), "[build] --batch: the graph has no 'batch' dim");
         sizes["batch"] = b;
         engine.prepare(sizes);
       }
-      info.plans = engine.export_plans();
-      planned_on = engine.device();
-      planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const nlohmann::json exported = engine.export_plans();  // items() needs a named object
+      for (const auto& [backend, plans] : exported.items()) {
+        info.plans[backend] = plans;
+        planned_on.push_back(fmt::format("{} ({})", backend, plans.value("device", std::string("?"))));
+      }
+    };
+    if (options.precision != "fp32" && cuda_available()) plan_on(EngineOptions{"cuda", "fp16"});
+    if (options.precision == "fp32") {
+      EngineOptions cpu{"cpu", "fp32"};
+      cpu.time_cpu_variants = true;
+      plan_on(cpu);
     }
+    const double planning_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - planning_start).count();
     uint64_t bytes = write_bundle(output_path, def, info);
     if (result) {
       result->architecture = def.architecture;
@@ -179,7 +194,7 @@ Status build(const std::string& source, const std::string& output_path, const Bu
       result->checkpoint_dir = src.dir;
       result->bundle_bytes = bytes;
       result->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      result->planned_on = planned_on;
+      result->planned_on = fmt::format("{}", fmt::join(planned_on, " and "));
       result->planning_seconds = planning_seconds;
       result->recipe = recipe_name;
       result->fp8_layers = fp8_layers;

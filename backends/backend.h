@@ -125,6 +125,9 @@ class Backend {
   }
   // Whether tuning and captured replays pay off (a GPU); CPU kernels run as called.
   virtual bool is_accelerator() const { return false; }
+  // How far timings of the same work move between runs here, as a fraction: a variant must beat
+  // its kernel's default by more than that to replace it.
+  virtual double timing_noise() const { return 0; }
   // Kernels that find an input they cannot use (an index out of range) where they cannot throw
   // (a GPU) raise a flag instead. queue_error_readback() queues a copy of the flags into host
   // memory (a replay may capture it); check_errors(), once that copy is synchronized, throws

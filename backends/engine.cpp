@@ -215,12 +215,16 @@ Engine::Engine(const Graph& graph, ConstantLookup constants, const EngineOptions
   // Saved kernel choices count only on the hardware and precision they were timed with.
   const nlohmann::json saved =
       options.saved_plans.is_object() ? options.saved_plans.value(primary.name(), nlohmann::json()) : nlohmann::json();
-  if (saved.is_object() && primary.is_accelerator()) {
+  // Elsewhere a GPU times its kernels again and says so; the CPU takes its kernels' defaults
+  // (oneDNN's picks) without a word, as it does for a bundle built without CPU plans.
+  if (saved.is_object()) {
     if (saved.value("device", std::string()) != primary.hardware() ||
         saved.value("precision", std::string()) != options.precision) {
-      std::fprintf(stderr, "kiln: the bundle was planned on %s (%s); re-planning for %s (%s)\n",
-                   saved.value("device", std::string("?")).c_str(), saved.value("precision", std::string("?")).c_str(),
-                   primary.hardware().c_str(), options.precision.c_str());
+      if (primary.is_accelerator())
+        std::fprintf(stderr, "kiln: the bundle was planned on %s (%s); re-planning for %s (%s)\n",
+                     saved.value("device", std::string("?")).c_str(),
+                     saved.value("precision", std::string("?")).c_str(), primary.hardware().c_str(),
+                     options.precision.c_str());
     } else {
       const nlohmann::json plans = saved.value("plans", nlohmann::json::object());  // items() needs a named object
       for (auto& [key, choices] : plans.items())
@@ -435,7 +439,7 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
 }
 
 // The variant of each kernel that has several: the bundle's saved choice for this plan, else
-// the fastest when timed here (accelerators), else the kernel's default.
+// the fastest when timed here (accelerators; the CPU when asked), else the kernel's default.
 void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
   const auto& nodes = exec.nodes();
   plan.variants.assign(nodes.size(), 0);
@@ -462,7 +466,7 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
       for (int v = 0; v < kernels[i]->variants(); ++v)
         if (kernels[i]->variant_name(v) == name && runs(i, v)) plan.variants[i] = v;
     }
-  } else if (primary().is_accelerator()) {
+  } else if (primary().is_accelerator() || options.time_cpu_variants) {
     // Realistic values in every buffer first, then each variant of each kernel timed in place.
     // A graph with states (a KV cache) is not run on made-up inputs: that would write into
     // the caches of sequences being generated; its kernels are timed on the buffers as they are.
@@ -499,8 +503,13 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
       }
       if (candidates.size() == 1) plan.variants[i] = candidates[0];
       if (candidates.size() > 1) {
+        // The fastest, but the default unless another beats it by more than timings move.
         const std::vector<double> ms = primary().time_replayed_ms(work);
-        plan.variants[i] = candidates[std::min_element(ms.begin(), ms.end()) - ms.begin()];
+        const size_t fastest = std::min_element(ms.begin(), ms.end()) - ms.begin();
+        const auto d = std::find(candidates.begin(), candidates.end(), plan.variants[i]);
+        const bool beats_default =
+            d == candidates.end() || ms[fastest] < (1 - primary().timing_noise()) * ms[d - candidates.begin()];
+        if (beats_default) plan.variants[i] = candidates[fastest];
       }
       problem_tuned[problem] = plan.variants[i];
     }
@@ -732,7 +741,6 @@ std::vector<std::string> Engine::plan_summary(const Bindings& b) const {
 
 nlohmann::json Engine::export_plans() const {
   const Impl& m = *impl_;
-  if (!m.backends[0]->is_accelerator()) return nlohmann::json::object();
   nlohmann::json plans = nlohmann::json::object();
   for (const auto& [key, plan] : m.plans) {
     nlohmann::json choices = nlohmann::json::object();

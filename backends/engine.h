@@ -2,8 +2,8 @@
 // or, where that backend has no kernel for it, on the CPU (with a copy at each crossing and a
 // one-line note), applies the backend's rewrites (precision, fusions), and per set of symbol
 // sizes (a plan: "batch=32") infers shapes, plans memory, picks each kernel's variant by timing
-// (on GPUs, or from a bundle's saved choices) and captures the whole run for replay where the
-// backend can.
+// (on GPUs, on the CPU when building a bundle, or from a bundle's saved choices) and captures
+// the whole run for replay where the backend can.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -31,6 +31,10 @@ struct EngineOptions {
   // A bundle's saved kernel choices, per backend: {"cuda": {"device": ..., "precision": ...,
   // "plans": {"batch=1": {"node name": "variant", ...}}}}; used on the same GPU model.
   nlohmann::json saved_plans = nlohmann::json::object();
+  // Time the CPU kernels' variants where there is no saved choice (kiln build does, and saves
+  // what it chose in the bundle). Off elsewhere: the choice depends on timings, and two engines
+  // on one bundle (a server and the C++ API) must compute alike. GPUs always time.
+  bool time_cpu_variants = false;
   // Run on this backend instead of the one `device` names (embedders with a backend of their
   // own; tests). Nodes it cannot run go to the CPU as usual.
   std::shared_ptr<Backend> backend;

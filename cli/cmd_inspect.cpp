@@ -83,6 +83,11 @@ Command add_inspect(CLI::App& app) {
       for (const auto& [op, count] : op_counts(g)) fmt::print(" {} {}", count, op);
       fmt::print("\n");
     }
+    for (const auto& [backend, plan] : m.value("plans", nlohmann::json::object()).items()) {
+      std::vector<std::string> sizes;
+      for (const auto& [key, choices] : plan.value("plans", nlohmann::json::object()).items()) sizes.push_back(key);
+      fmt::print("planned      {} on {}: {}\n", backend, plan.value("device", ""), fmt::join(sizes, ", "));
+    }
     fmt::print("weights      {} tensors, {} parameters\n", b->tensors().size(), params);
     if (task.contains("preprocess")) fmt::print("preprocess   {}\n", task["preprocess"].dump());
     fmt::print("created      {}\n", m.value("created", ""));

@@ -104,6 +104,10 @@ TEST(Cli, ClassifiesAndPrintsJson) {
             nlohmann::json::parse(R"([{"name": "pixels", "dtype": "f32", "shape": ["batch", 3, 224, 224]}])"));
   EXPECT_EQ(j["graphs"]["main"]["outputs"], nlohmann::json::parse(R"([{"name": "logits", "dtype": "f32"}])"));
   EXPECT_EQ(j["summary"]["parameters"], 5267540);
+  // Built here, the bundle holds the CPU's choices for both batch sizes and the CPU they hold for.
+  EXPECT_NE(j["plans"]["cpu"]["device"].get<std::string>().find("oneDNN"), std::string::npos) << j["plans"];
+  EXPECT_EQ(j["plans"]["cpu"]["plans"].size(), 2u);
+  EXPECT_EQ(j["plans"]["cpu"]["plans"]["batch=4"].size(), 49u);  // every conv
 }
 
 TEST(Cli, CorruptAndTruncatedBundles) {

@@ -3,6 +3,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/cpu/cpu_kernel.h"
 #include "backends/cpu/threads.h"
@@ -54,6 +58,13 @@ namespace {
 class CpuKernelAdapter : public Kernel {
  public:
   explicit CpuKernelAdapter(std::unique_ptr<CpuKernel> inner) : inner_(std::move(inner)) {}
+  int variants() const override { return inner_->variants(); }
+  std::string variant_name(int variant) const override { return inner_->variant_name(variant); }
+  bool variant_runs(const KernelArgs& args, int variant) const override { return inner_->variant_runs(args, variant); }
+  int default_variant(const KernelArgs& args) const override { return inner_->default_variant(args); }
+  size_t workspace_bytes(const KernelArgs& args, int variant) const override {
+    return inner_->workspace_bytes(args, variant);
+  }
   bool packs_input(int slot) const override { return inner_->packs_input(slot); }
   bool zeroed_output(int slot) const override { return inner_->zeroed_output(slot); }
   std::string describe() const override { return inner_->describe(); }
@@ -123,6 +134,22 @@ std::unique_ptr<Kernel> CpuBackend::make_kernel(const Graph& graph, int node, co
     k = (*factory)(graph, node, constants);
   }
   return std::make_unique<CpuKernelAdapter>(std::move(k));
+}
+
+std::string CpuBackend::hardware() const {
+  if (reference_) return device();
+  static const std::string model = [] {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);)
+      if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+        const size_t start = line.find_first_not_of(" \t", line.find(':') + 1);
+        return start == std::string::npos ? std::string("cpu") : line.substr(start);
+      }
+    return std::string("cpu");
+  }();
+  const dnnl_version_t* v = dnnl_version();
+  return fmt::format("{}, oneDNN {}.{}.{}, {} thread{}", model, v->major, v->minor, v->patch, cpu::threads(),
+                     cpu::threads() == 1 ? "" : "s");
 }
 
 void* CpuBackend::allocate(size_t bytes) {

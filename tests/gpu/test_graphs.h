@@ -143,24 +143,25 @@ inline double compare(const ModelDefinition& def, int batch, int h, int w, doubl
   return rel_l2(b.data(), a.data(), a.size());
 }
 
-// CUDA engines with one variant forced on every node that has variants: the saved plan of a
-// probe engine prepared for these sizes, with its choices replaced.
+// Engines (CUDA unless told) with one variant forced on every node that has variants: the
+// saved plan of a probe engine prepared for these sizes, with its choices replaced.
 class ForcedVariants {
  public:
-  ForcedVariants(const ModelDefinition& def, const Bindings& sizes) : def_(def), key_(to_string(sizes)) {
-    auto probe = engine(def, "cuda");
+  ForcedVariants(const ModelDefinition& def, const Bindings& sizes, std::string device = "cuda")
+      : def_(def), key_(to_string(sizes)), device_(std::move(device)) {
+    auto probe = engine(def, device_);
     probe->prepare(sizes);
     plans_ = probe->export_plans();
   }
-  size_t choices() const { return plans_.at("cuda").at("plans").at(key_).size(); }
+  size_t choices() const { return plans_.at(device_).at("plans").at(key_).size(); }
   std::unique_ptr<Engine> forced(const std::string& variant) const {
     nlohmann::json plans = plans_;
-    for (auto& [node, v] : plans["cuda"]["plans"][key_].items()) v = variant;
-    return engine(def_, "cuda", plans);
+    for (auto& [node, v] : plans[device_]["plans"][key_].items()) v = variant;
+    return engine(def_, device_, plans);
   }
   // How many nodes of a forced engine run `variant` (the others cannot take it).
-  static int taken(Engine& e, const Bindings& sizes, const std::string& variant) {
-    const nlohmann::json choices = e.export_plans().at("cuda").at("plans").at(to_string(sizes));
+  static int taken(Engine& e, const Bindings& sizes, const std::string& variant, const std::string& device = "cuda") {
+    const nlohmann::json choices = e.export_plans().at(device).at("plans").at(to_string(sizes));
     int count = 0;
     for (const auto& [node, v] : choices.items()) count += v == variant;
     return count;
@@ -168,7 +169,7 @@ class ForcedVariants {
 
  private:
   const ModelDefinition& def_;
-  std::string key_;
+  std::string key_, device_;
   nlohmann::json plans_;
 };
 

@@ -9,9 +9,14 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
+#include <set>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "backends/cpu/activation.h"
 #include "backends/cpu/constant_floats.h"
@@ -120,11 +125,27 @@ class OnednnConv2dKernel : public CpuKernel {
   bool packs_input(int slot) const override { return slot == Weight || slot == Bias || slot == WeightScale; }
   std::string describe() const override { return "onednn"; }
 
-  void run(const KernelArgs& a, int) override {
+  // The variants are oneDNN's implementations of the convolution in its order of preference
+  // (brgconv, jit_1x1, jit, ...; variant 0 is the one it picks). Its pick is not the fastest
+  // everywhere: on 2 Zen 4 cores at batch 8 an image classifier's first 1x1 expand conv took
+  // 1.81 ms with it and 0.95 ms with the third (bench/results/2026-12-05-cpu-conv-implementations.md).
+  // `kiln build` times them and saves the choice in the bundle, so that every engine on the
+  // bundle computes alike. Only convs of at least kTimedMacs multiply-adds offer more than one:
+  // smaller ones were as fast with oneDNN's pick, and timing them only lengthens the build.
+  int variants() const override { return kImplementations; }
+  std::string variant_name(int variant) const override { return fmt::format("onednn_{}", variant); }
+  bool variant_runs(const KernelArgs& a, int variant) const override {
+    if (variant == 0) return true;
+    const ConvGeometry g = conv2d_geometry(p_, a.inputs[X].shape, w_shape_, *a.node);
+    const int64_t macs = static_cast<int64_t>(g.n) * g.oh * g.ow * g.o * (g.c / p_.groups) * p_.kh * p_.kw;
+    return macs >= kTimedMacs && variant < implementations(g, has(a, Residual));
+  }
+
+  void run(const KernelArgs& a, int variant) override {
     const TensorRef& xt = a.inputs[X];
     const ConvGeometry g = conv2d_geometry(p_, xt.shape, w_shape_, *a.node);
     const bool residual = has(a, Residual);
-    Primitive& prim = primitive_for(g, residual);
+    Primitive& prim = primitive_for(g, residual, variant);
     const float* x = xt.as<const float>();
     const int64_t pixels = static_cast<int64_t>(g.h) * g.w;
     if (p_.nchw_input || has(a, Gate) || p_.fp8_input()) {
@@ -161,6 +182,9 @@ class OnednnConv2dKernel : public CpuKernel {
   }
 
  private:
+  static constexpr int kImplementations = 3;               // oneDNN's first ones, offered as variants
+  static constexpr int64_t kTimedMacs = int64_t{1} << 25;  // the smallest conv that offers them
+
   struct Primitive {
     dnnl::convolution_forward::primitive_desc pd;
     dnnl::convolution_forward conv;
@@ -201,10 +225,12 @@ class OnednnConv2dKernel : public CpuKernel {
     return memory::desc({p_.groups, out / p_.groups, in_g, kh, kw}, memory::data_type::f32, Tag::gohwi);
   }
 
-  Primitive& primitive_for(const ConvGeometry& g, bool residual) {
-    const auto key = std::make_tuple(g.n, g.h, g.w, residual);
-    auto it = primitives_.find(key);
-    if (it != primitives_.end()) return it->second;
+  // oneDNN's implementation number `index` (0: the one it prefers) for an input size, or none
+  // where it has fewer. Counted by name: once a primitive of the size exists, oneDNN's list
+  // starts with it from its cache and then lists it again. The op description lives here with
+  // the descriptor, whose iterator (next_impl) reads it in place; the one returned is a copy.
+  std::optional<dnnl::convolution_forward::primitive_desc> implementation(const ConvGeometry& g, bool residual,
+                                                                          int index) const {
     using dt = memory::data_type;
     const memory::desc src({g.n, g.c, g.h, g.w}, dt::f32, Tag::nhwc);
     const memory::desc dst({g.n, g.o, g.oh, g.ow}, dt::f32, Tag::nhwc);
@@ -212,19 +238,42 @@ class OnednnConv2dKernel : public CpuKernel {
     weights = memory::desc(weights.dims(), dt::f32, Tag::any);
     dnnl::post_ops ops;
     cpu::append_activation(ops, deferred_activation(residual) == Activation::None ? p_.act : Activation::None);
-    Primitive prim;
-    if (residual) {  // added after the activation
-      prim.residual_post_op = ops.len();
-      ops.append_binary(dnnl::algorithm::binary_add, dst);
-    }
+    if (residual) ops.append_binary(dnnl::algorithm::binary_add, dst);  // added after the activation
     const dnnl::primitive_attr attr = cpu::onednn_attr(ops);
     const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                                src, weights, bias_.empty() ? memory::desc() : bias_md(), dst,
                                                {p_.stride_h, p_.stride_w}, {p_.dilation_h - 1, p_.dilation_w - 1},
                                                {g.pad_top, g.pad_left}, {g.pad_bottom, g.pad_right});
-    prim.pd = dnnl::convolution_forward::primitive_desc(desc, attr, cpu::onednn_engine());
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu::onednn_engine());
+    std::set<std::string> seen = {pd.impl_info_str()};
+    while (static_cast<int>(seen.size()) <= index) {
+      if (!pd.next_impl()) return std::nullopt;
+      seen.insert(pd.impl_info_str());
+    }
+    return dnnl::convolution_forward::primitive_desc(pd.get());
+  }
+
+  // How many of the first kImplementations oneDNN has for an input size (counted once).
+  int implementations(const ConvGeometry& g, bool residual) const {
+    const auto key = std::make_tuple(g.n, g.h, g.w, residual);
+    auto it = implementations_.find(key);
+    if (it != implementations_.end()) return it->second;
+    int count = 1;
+    while (count < kImplementations && implementation(g, residual, count)) ++count;
+    return implementations_[key] = count;
+  }
+
+  Primitive& primitive_for(const ConvGeometry& g, bool residual, int variant) {
+    const auto key = std::make_tuple(g.n, g.h, g.w, residual, variant);
+    auto it = primitives_.find(key);
+    if (it != primitives_.end()) return it->second;
+    auto pd = implementation(g, residual, variant);
+    KILN_CHECK(pd, "[cpu] conv2d: oneDNN has no implementation {} for this size", variant);
+    Primitive prim;
+    prim.pd = *pd;
     prim.conv = dnnl::convolution_forward(prim.pd);
     prim.weights = &weights_for(prim.pd.weights_desc());
+    prim.residual_post_op = residual ? prim.pd.get_primitive_attr().get_post_ops().len() - 1 : -1;
     return primitives_.emplace(key, std::move(prim)).first->second;
   }
 
@@ -239,10 +288,11 @@ class OnednnConv2dKernel : public CpuKernel {
   Conv2dParams p_;
   Shape w_shape_;
   bool x_is_e4m3_ = false;
-  cpu::ConstantFloats weight_, bias_;                   // weight_: the source of packed_
-  std::vector<double> partial_;                         // channel_mean's sums per chunk of pixels
-  std::deque<std::pair<memory::desc, memory>> packed_;  // a deque: primitives keep pointers into it
-  std::map<std::tuple<int, int, int, bool>, Primitive> primitives_;
+  cpu::ConstantFloats weight_, bias_;                                     // weight_: the source of packed_
+  std::vector<double> partial_;                                           // channel_mean's sums per chunk of pixels
+  std::deque<std::pair<memory::desc, memory>> packed_;                    // a deque: primitives keep pointers into it
+  std::map<std::tuple<int, int, int, bool, int>, Primitive> primitives_;  // by size, residual and variant
+  mutable std::map<std::tuple<int, int, int, bool>, int> implementations_;
 };
 
 }  // namespace

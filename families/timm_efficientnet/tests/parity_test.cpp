@@ -6,6 +6,7 @@
 #include "backends/engine.h"
 #include "checkpoints/safetensors.h"
 #include "graph/family_registry.h"
+#include "tests/gpu/test_graphs.h"
 #include "tests/test_support.h"
 
 namespace kiln {
@@ -51,22 +52,30 @@ TEST_P(LogitParity, MatchesTimmOnImagesAndStressInputs) {
 }
 
 // The fast CPU kernels (oneDNN, the fusions) compute what the reference kernels compute: the
-// same logits within 1e-4 (summation order differs), the same top-5.
+// same logits within 1e-4 (summation order differs), the same top-5; with each of oneDNN's
+// implementations of the large convs that a build may choose (test::ForcedVariants).
 TEST_P(LogitParity, FastKernelsMatchTheReferenceKernels) {
   SafetensorsFile ref(test::data_path(kReference));
   ModelDefinition def = define(GetParam().checkpoint);
   Engine reference(def.graph(), def.constants(), EngineOptions{"cpu-reference"});
-  Engine fast(def.graph(), def.constants(), EngineOptions{"cpu"});
   for (const char* input_name : {"inputs", "stress_inputs"}) {
     Tensor input = ref.to_float(input_name);
-    const std::vector<float> want = test::logits(reference, input), got = test::logits(fast, input);
-    ASSERT_EQ(want.size(), got.size());
-    const double diff = test::max_abs_diff(got.data(), want.data(), got.size());
-    EXPECT_LT(diff, 1e-4) << input_name;
-    for (size_t n = 0; n < got.size() / 1000; ++n)
-      EXPECT_EQ(test::top_indices(got.data() + n * 1000, 1000, 5), test::top_indices(want.data() + n * 1000, 1000, 5))
-          << input_name << " sample " << n;
-    std::printf("[fast vs reference] %s %s: max |logit diff| %.3g\n", GetParam().arch, input_name, diff);
+    const std::vector<float> want = test::logits(reference, input);
+    const Bindings sizes = {{"batch", input.dim(0)}};
+    const test::ForcedVariants forced(def, sizes, "cpu");
+    for (const std::string variant : {"onednn_0", "onednn_1", "onednn_2"}) {
+      auto fast = forced.forced(variant);
+      const std::vector<float> got = test::logits(*fast, input);
+      EXPECT_GT(test::ForcedVariants::taken(*fast, sizes, variant, "cpu"), 0) << variant;
+      ASSERT_EQ(want.size(), got.size());
+      const double diff = test::max_abs_diff(got.data(), want.data(), got.size());
+      EXPECT_LT(diff, 1e-4) << input_name << " " << variant;
+      for (size_t n = 0; n < got.size() / 1000; ++n)
+        EXPECT_EQ(test::top_indices(got.data() + n * 1000, 1000, 5), test::top_indices(want.data() + n * 1000, 1000, 5))
+            << input_name << " " << variant << " sample " << n;
+      std::printf("[fast vs reference] %s %s, %s: max |logit diff| %.3g\n", GetParam().arch, input_name,
+                  variant.c_str(), diff);
+    }
   }
 }
 
