@@ -209,12 +209,7 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
 // and no more than the key chunks of the longest row. On an H200, one row per head of a greedy
 // step (16 rows) ran fastest with four (or two), 1024 rows with two, 2048 with one.
 int warps_per_row(const AttentionArgs& p) {
-  static const int sms = [] {
-    int device = 0, n = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device);
-    return n > 0 ? n : 1;
-  }();
+  const int sms = multiprocessor_count();
   const int64_t rows = p.batch * p.heads * p.sq, chunks = (p.sk + 31) / 32, slots = int64_t{sms} * 16;
   int w = 4;
   while (w > 1 && (rows * w > slots || w / 2 >= chunks)) w /= 2;

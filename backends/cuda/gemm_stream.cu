@@ -149,9 +149,7 @@ void launch_shape(const GemmArgs& p, cudaStream_t s) {
     }
     return blocks > 0 ? blocks : 1;
   }();
-  int device = 0, sms = 1;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const int sms = multiprocessor_count();
   const int chunks = (p.n + NT * 8 - 1) / (NT * 8);
   const int64_t tiles = (static_cast<int64_t>(p.m) + kRows - 1) / kRows;
   const int64_t slots = std::min<int64_t>((tiles + kWarps - 1) / kWarps,

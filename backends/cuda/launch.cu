@@ -18,4 +18,14 @@ bool programmatic_launch_supported() {
   return supported;
 }
 
+int multiprocessor_count() {
+  static const int count = [] {
+    int device = 0, n = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device);
+    return n > 0 ? n : 1;
+  }();
+  return count;
+}
+
 }  // namespace kiln::cuda

@@ -20,6 +20,7 @@ __device__ __forceinline__ void wait_for_predecessor() {
 }
 
 bool programmatic_launch_supported();  // compute capability 9.0 or newer
+int multiprocessor_count();            // the current GPU's SMs, asked once
 
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, cudaStream_t stream, Args&&... args) {

@@ -99,9 +99,7 @@ __global__ void stem_generic_kernel(StemArgs p) {
 }  // namespace
 
 void launch_stem(const StemArgs& p, cudaStream_t s) {
-  int device = 0, sms = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const int sms = multiprocessor_count();
   const int64_t pixels = static_cast<int64_t>(p.batch) * p.oh * p.ow;
   if (p.kernel == 3 && p.c_in == 3 && p.c_out == 32) {  // the usual 3x3 RGB stem with 32 channels
     const int64_t blocks = std::min<int64_t>((pixels + kThreads - 1) / kThreads, static_cast<int64_t>(sms) * 16);
