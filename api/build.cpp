@@ -159,8 +159,9 @@ Status build(const std::string& source, const std::string& output_path, const Bu
     // Time the candidate kernels for every batch size now and keep the choices, on the device
     // the bundle's precision is for: the GPU (fp16, fp8) where there is one, the CPU (fp32:
     // oneDNN's implementations of the large convs) with the thread count set for this process.
-    // Not both: timing a batch of 128 on the CPU would take most of a GPU bundle's build.
-    std::vector<std::string> planned_on;
+    // Not both: timing a batch of 128 on the CPU would take most of a GPU bundle's build. A
+    // graph without a batch dim is planned on the GPU at first load, on the CPU not at all.
+    std::string planned_on;
     const auto planning_start = std::chrono::steady_clock::now();
     const Graph& g = def.graph(def.task_config.value("graph", std::string("main")));
     auto plan_on = [&](EngineOptions engine_options) {
@@ -171,14 +172,12 @@ Status build(const std::string& source, const std::string& output_path, const Bu
         sizes["batch"] = b;
         engine.prepare(sizes);
       }
-      const nlohmann::json exported = engine.export_plans();  // items() needs a named object
-      for (const auto& [backend, plans] : exported.items()) {
-        info.plans[backend] = plans;
-        planned_on.push_back(fmt::format("{} ({})", backend, plans.value("device", std::string("?"))));
-      }
+      info.plans = engine.export_plans();
+      const nlohmann::json& plans = info.plans.begin().value();  // the one backend's
+      planned_on = fmt::format("{} ({})", info.plans.begin().key(), plans.value("device", std::string("?")));
     };
     if (options.precision != "fp32" && cuda_available()) plan_on(EngineOptions{"cuda", "fp16"});
-    if (options.precision == "fp32") {
+    if (options.precision == "fp32" && g.example_bindings().count("batch")) {
       EngineOptions cpu{"cpu", "fp32"};
       cpu.time_cpu_variants = true;
       plan_on(cpu);
@@ -194,7 +193,7 @@ Status build(const std::string& source, const std::string& output_path, const Bu
       result->checkpoint_dir = src.dir;
       result->bundle_bytes = bytes;
       result->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      result->planned_on = fmt::format("{}", fmt::join(planned_on, " and "));
+      result->planned_on = planned_on;
       result->planning_seconds = planning_seconds;
       result->recipe = recipe_name;
       result->fp8_layers = fp8_layers;

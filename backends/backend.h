@@ -78,7 +78,7 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;    // "cpu", "cuda"
   virtual std::string device() const = 0;  // "cpu", "cuda:0 (NVIDIA H200)"
-  // The hardware model kernel timings hold for ("NVIDIA H200"; "cpu").
+  // The hardware model kernel timings hold for ("NVIDIA H200"; see CpuBackend::hardware).
   virtual std::string hardware() const { return device(); }
   // Rewrites the whole graph before placement into the types this backend computes in (e.g.
   // f32 activations as f16).

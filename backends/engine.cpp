@@ -460,7 +460,7 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!kernels[i]) continue;
     plan.variants[i] = kernels[i]->default_variant(plan.args[i]);
-    any = any || kernels[i]->variants() > 1;
+    any = any || (kernels[i]->variants() > 1 && node_backend[i] == 0);
   }
   if (!any) return;
   if (auto t = tuned.find(key); t != tuned.end()) {
@@ -493,7 +493,10 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
         for (const TensorRef& t : *refs) problem += fmt::format("|{} {}", dtype_name(t.dtype), to_string(t.shape));
       if (auto t = problem_tuned.find(problem); t != problem_tuned.end() && runs(i, t->second)) {
         plan.variants[i] = t->second;
-        if (auto c = close_calls.find(problem); c != close_calls.end()) c->second.nodes.push_back(i);
+        // The problem string leaves out what some kernels' variant_runs reads (an activation):
+        // a node joins the close call only where it can run the runner-up.
+        if (auto c = close_calls.find(problem); c != close_calls.end() && runs(i, c->second.runner_up))
+          c->second.nodes.push_back(i);
         continue;
       }
       // Each variant warmed up, then ten runs of each timed as a plan's replay runs them (in one
@@ -501,7 +504,9 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
       // microseconds took about what launching them costs the host, every variant looked alike
       // and the pick was noise. Outputs a kernel accumulates into (a squeeze-excite mean) grow
       // over these runs: the timings do not depend on the values, and every execute() zeroes
-      // them first.
+      // them first. CPU kernels are timed as they run, three runs each: a batch's large conv
+      // takes milliseconds there.
+      const int reps = primary().is_accelerator() ? 10 : 3;
       std::vector<int> candidates;
       std::vector<std::function<void()>> work;
       for (int v = 0; v < kernels[i]->variants(); ++v) {
@@ -509,7 +514,7 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
         kernels[i]->run(plan.args[i], v);
         candidates.push_back(v);
         work.push_back([&, v] {
-          for (int r = 0; r < 10; ++r) kernels[i]->run(plan.args[i], v);
+          for (int r = 0; r < reps; ++r) kernels[i]->run(plan.args[i], v);
         });
       }
       if (candidates.size() == 1) plan.variants[i] = candidates[0];
@@ -527,7 +532,7 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
         for (size_t c = 0; c < candidates.size(); ++c)
           if (c != chosen && (runner_up == chosen || ms[c] < ms[runner_up])) runner_up = c;
         if (runner_up != chosen && ms[runner_up] <= (1 + kCloseCall) * ms[chosen])
-          close_calls[problem] = CloseCall{{i}, candidates[runner_up], ms[chosen]};
+          close_calls.try_emplace(problem, CloseCall{{i}, candidates[runner_up], ms[chosen]});
       }
       problem_tuned[problem] = plan.variants[i];
     }
@@ -543,7 +548,7 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
 // took 4% longer without (bench/results/2026-12-05-h100-planner/). The plan runs three times per
 // timing, in one replay; the runner-up stays if the plan is faster by more than kWholeMargin.
 // The close calls with the most time at stake (their time in the kernel-by-kernel timing, times
-// the nodes that follow them) go first, at most kMostCloseCalls of them.
+// the nodes that share the problem) go first, at most kMostCloseCalls of them.
 void Engine::Impl::settle_close_calls(Plan& plan, std::map<std::string, CloseCall>& calls) {
   std::vector<std::pair<std::string, CloseCall*>> order;
   for (auto& [problem, call] : calls) order.emplace_back(problem, &call);
@@ -799,7 +804,7 @@ nlohmann::json Engine::export_plans() const {
   for (const auto& [key, plan] : m.plans) {
     nlohmann::json choices = nlohmann::json::object();
     for (size_t i = 0; i < m.exec.nodes().size(); ++i)
-      if (m.kernels[i] && m.kernels[i]->variants() > 1)
+      if (m.kernels[i] && m.node_backend[i] == 0 && m.kernels[i]->variants() > 1)
         choices[m.exec.nodes()[i].name] = m.kernels[i]->variant_name(plan->variants[i]);
     if (key.find('|') == std::string::npos) plans[key] = choices;
   }

@@ -29,7 +29,8 @@ struct EngineOptions {
   std::string device = "auto";     // "cpu", "cuda", or "auto" (the GPU when there is one)
   std::string precision = "fp32";  // float math on a GPU: "fp32" or "fp16"
   // A bundle's saved kernel choices, per backend: {"cuda": {"device": ..., "precision": ...,
-  // "plans": {"batch=1": {"node name": "variant", ...}}}}; used on the same GPU model.
+  // "plans": {"batch=1": {"node name": "variant", ...}}}}; used on the same hardware (the GPU
+  // model; the CPU model, oneDNN release and thread count) and precision.
   nlohmann::json saved_plans = nlohmann::json::object();
   // Time the CPU kernels' variants where there is no saved choice (kiln build does, and saves
   // what it chose in the bundle). Off elsewhere: the choice depends on timings, and two engines

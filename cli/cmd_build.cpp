@@ -49,7 +49,7 @@ Command add_build(CLI::App& app) {
                  r.calibration_seconds);
     if (!r.planned_on.empty())
       fmt::print("planned batch sizes {} on {} in {:.2f} s\n", args->batch, r.planned_on, r.planning_seconds);
-    else
+    else if (o.precision != "fp32")
       fmt::print("no GPU here: kernel choices will be planned on the GPU at first load\n");
     return 0;
   };

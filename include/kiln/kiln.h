@@ -46,8 +46,8 @@ struct BuildResult {
   uint64_t bundle_bytes = 0;
   double seconds = 0;
   // The device whose timings chose the kernels, with its hardware ("cuda (NVIDIA H200)"; for an
-  // fp32 bundle "cpu (AMD EPYC 9R14, oneDNN 2.6.3, 2 threads)"); "" for an fp16 or fp8 bundle
-  // built without a GPU.
+  // fp32 bundle "cpu (AMD EPYC 9R14, oneDNN 2.6.3, 2 threads)"); "" where nothing was timed (an
+  // fp16 or fp8 bundle built without a GPU).
   std::string planned_on;
   double planning_seconds = 0;
   std::string recipe;  // fp8: the recipe used

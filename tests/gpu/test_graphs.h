@@ -37,6 +37,12 @@ inline const std::vector<std::string> kDepthwiseVariantNames = {"dw_strip",    "
                                                                 "dw_tile_8x8", "dw_tile_4x8",   "dw_mma_8x16",
                                                                 "dw_mma_8x32", "dw_mma_4x16",   "dw_mma_16x32"};
 
+// The CPU conv's variants (backends/cpu/fast/conv2d.cpp): oneDNN's pick, then its implementations
+// by name; which of them a conv offers depends on the CPU and the conv.
+inline const std::vector<std::string> kCpuConvVariantNames = {
+    "onednn",         "onednn_brgconv_1x1", "onednn_brgconv", "onednn_brdgmm_dw",
+    "onednn_jit_1x1", "onednn_jit",         "onednn_jit_dw"};
+
 // Builds image graphs ("pixels" [batch, C, height, width] NCHW -> NHWC layers -> "logits") with
 // random weights.
 class GraphMaker {

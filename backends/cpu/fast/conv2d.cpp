@@ -7,6 +7,7 @@
 // (cpu/fp8_input.h), its E4M3 weights widened to f32 with their scales once; an E4M3 output
 // declines.
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <map>
 #include <optional>
@@ -123,22 +124,31 @@ class OnednnConv2dKernel : public CpuKernel {
   }
 
   bool packs_input(int slot) const override { return slot == Weight || slot == Bias || slot == WeightScale; }
-  std::string describe() const override { return "onednn"; }
+  // The activation too: with another post-op oneDNN may offer other implementations, so the
+  // engine must not reuse a choice timed for one on the other.
+  std::string describe() const override { return fmt::format("onednn {}", activation_name(p_.act)); }
 
-  // The variants are oneDNN's implementations of the convolution in its order of preference
-  // (brgconv, jit_1x1, jit, ...; variant 0 is the one it picks). Its pick is not the fastest
-  // everywhere: on 2 Zen 4 cores at batch 8 an image classifier's first 1x1 expand conv took
-  // 1.81 ms with it and 0.95 ms with the third (bench/results/2026-12-05-cpu-conv-implementations.md).
-  // `kiln build` times them and saves the choice in the bundle, so that every engine on the
-  // bundle computes alike. Only convs of at least kTimedMacs multiply-adds offer more than one:
-  // smaller ones were as fast with oneDNN's pick, and timing them only lengthens the build.
-  int variants() const override { return kImplementations; }
-  std::string variant_name(int variant) const override { return fmt::format("onednn_{}", variant); }
+  // Variant 0 is the implementation oneDNN picks for the convolution; the others name one of
+  // its implementations for the same instruction set (jit, jit_1x1, brgconv, ...). Its pick is
+  // not the fastest everywhere: on 2 Zen 4 cores at batch 8 an image classifier's first 1x1
+  // expand conv took 1.81 ms with brgconv_1x1, its pick, and 0.95 ms with jit
+  // (bench/results/2026-12-05-cpu-conv-implementations.md). `kiln build` times them and saves the
+  // choice in the bundle, so that every engine on the bundle computes alike. Named, not numbered:
+  // oneDNN's list of implementations changes order once some of them are in its primitive cache.
+  // Only convs of at least kTimedMacs multiply-adds offer more than one: smaller ones were as
+  // fast with oneDNN's pick, and timing them only lengthens the build.
+  int variants() const override { return 1 + static_cast<int>(kImplementations.size()); }
+  std::string variant_name(int variant) const override {
+    return variant == 0 ? "onednn" : fmt::format("onednn_{}", kImplementations[variant - 1]);
+  }
   bool variant_runs(const KernelArgs& a, int variant) const override {
     if (variant == 0) return true;
     const ConvGeometry g = conv2d_geometry(p_, a.inputs[X].shape, w_shape_, *a.node);
     const int64_t macs = static_cast<int64_t>(g.n) * g.oh * g.ow * g.o * (g.c / p_.groups) * p_.kh * p_.kw;
-    return macs >= kTimedMacs && variant < implementations(g, has(a, Residual));
+    if (macs < kTimedMacs) return false;
+    const Implementations& offered = implementations(g, has(a, Residual));
+    const std::string name = implementation_name(offered.preferred, variant);
+    return name != offered.preferred && offered.names.count(name);
   }
 
   void run(const KernelArgs& a, int variant) override {
@@ -182,8 +192,16 @@ class OnednnConv2dKernel : public CpuKernel {
   }
 
  private:
-  static constexpr int kImplementations = 3;               // oneDNN's first ones, offered as variants
+  // oneDNN's implementations offered as variants, by name without the instruction set.
+  static constexpr std::array<const char*, 6> kImplementations = {"brgconv_1x1", "brgconv", "brdgmm_dw",
+                                                                  "jit_1x1",     "jit",     "jit_dw"};
   static constexpr int64_t kTimedMacs = int64_t{1} << 25;  // the smallest conv that offers them
+
+  // What oneDNN offers for one input size: its pick, and every implementation's name.
+  struct Implementations {
+    std::string preferred;
+    std::set<std::string> names;
+  };
 
   struct Primitive {
     dnnl::convolution_forward::primitive_desc pd;
@@ -225,12 +243,21 @@ class OnednnConv2dKernel : public CpuKernel {
     return memory::desc({p_.groups, out / p_.groups, in_g, kh, kw}, memory::data_type::f32, Tag::gohwi);
   }
 
-  // oneDNN's implementation number `index` (0: the one it prefers) for an input size, or none
-  // where it has fewer. Counted by name: once a primitive of the size exists, oneDNN's list
-  // starts with it from its cache and then lists it again. The op description lives here with
+  // The full name ("jit:avx512_core") of a variant's implementation, in the instruction set of
+  // oneDNN's pick ("brgconv_1x1:avx512_core"); variant 0 is the pick itself.
+  static std::string implementation_name(const std::string& preferred, int variant) {
+    if (variant == 0) return preferred;
+    const size_t colon = preferred.find(':');
+    return fmt::format("{}{}", kImplementations[variant - 1],
+                       colon == std::string::npos ? "" : preferred.substr(colon));
+  }
+
+  // The descriptor of the implementation named `name` for an input size (empty: oneDNN's pick),
+  // or none where oneDNN has no such implementation for it. The op description lives here with
   // the descriptor, whose iterator (next_impl) reads it in place; the one returned is a copy.
-  std::optional<dnnl::convolution_forward::primitive_desc> implementation(const ConvGeometry& g, bool residual,
-                                                                          int index) const {
+  // `names`, where given, receives the name of every implementation on the way.
+  std::optional<dnnl::convolution_forward::primitive_desc> implementation(
+      const ConvGeometry& g, bool residual, const std::string& name, std::set<std::string>* names = nullptr) const {
     using dt = memory::data_type;
     const memory::desc src({g.n, g.c, g.h, g.w}, dt::f32, Tag::nhwc);
     const memory::desc dst({g.n, g.o, g.oh, g.ow}, dt::f32, Tag::nhwc);
@@ -245,30 +272,31 @@ class OnednnConv2dKernel : public CpuKernel {
                                                {p_.stride_h, p_.stride_w}, {p_.dilation_h - 1, p_.dilation_w - 1},
                                                {g.pad_top, g.pad_left}, {g.pad_bottom, g.pad_right});
     dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu::onednn_engine());
-    std::set<std::string> seen = {pd.impl_info_str()};
-    while (static_cast<int>(seen.size()) <= index) {
-      if (!pd.next_impl()) return std::nullopt;
-      seen.insert(pd.impl_info_str());
-    }
-    return dnnl::convolution_forward::primitive_desc(pd.get());
+    do {
+      if (names) names->insert(pd.impl_info_str());
+      if (name.empty() || name == pd.impl_info_str()) return dnnl::convolution_forward::primitive_desc(pd.get());
+    } while (pd.next_impl());
+    return std::nullopt;
   }
 
-  // How many of the first kImplementations oneDNN has for an input size (counted once).
-  int implementations(const ConvGeometry& g, bool residual) const {
+  // What oneDNN offers for an input size (listed once).
+  const Implementations& implementations(const ConvGeometry& g, bool residual) const {
     const auto key = std::make_tuple(g.n, g.h, g.w, residual);
     auto it = implementations_.find(key);
     if (it != implementations_.end()) return it->second;
-    int count = 1;
-    while (count < kImplementations && implementation(g, residual, count)) ++count;
-    return implementations_[key] = count;
+    Implementations offered;
+    offered.preferred = implementation(g, residual, "")->impl_info_str();
+    implementation(g, residual, "\n", &offered.names);  // no such name: the whole list
+    return implementations_[key] = std::move(offered);
   }
 
   Primitive& primitive_for(const ConvGeometry& g, bool residual, int variant) {
     const auto key = std::make_tuple(g.n, g.h, g.w, residual, variant);
     auto it = primitives_.find(key);
     if (it != primitives_.end()) return it->second;
-    auto pd = implementation(g, residual, variant);
-    KILN_CHECK(pd, "[cpu] conv2d: oneDNN has no implementation {} for this size", variant);
+    const std::string name = variant == 0 ? "" : implementation_name(implementations(g, residual).preferred, variant);
+    auto pd = implementation(g, residual, name);
+    KILN_CHECK(pd, "[cpu] conv2d: oneDNN has no implementation {} for this size", name);
     Primitive prim;
     prim.pd = *pd;
     prim.conv = dnnl::convolution_forward(prim.pd);
@@ -292,7 +320,8 @@ class OnednnConv2dKernel : public CpuKernel {
   std::vector<double> partial_;                                           // channel_mean's sums per chunk of pixels
   std::deque<std::pair<memory::desc, memory>> packed_;                    // a deque: primitives keep pointers into it
   std::map<std::tuple<int, int, int, bool, int>, Primitive> primitives_;  // by size, residual and variant
-  mutable std::map<std::tuple<int, int, int, bool>, int> implementations_;
+  // Filled by the const variant_runs: an engine runs one plan's kernels at a time.
+  mutable std::map<std::tuple<int, int, int, bool>, Implementations> implementations_;
 };
 
 }  // namespace
