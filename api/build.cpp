@@ -176,8 +176,8 @@ Status build(const std::string& source, const std::string& output_path, const Bu
       const nlohmann::json& plans = info.plans.begin().value();  // the one backend's
       planned_on = fmt::format("{} ({})", info.plans.begin().key(), plans.value("device", std::string("?")));
     };
-    if (options.precision != "fp32" && cuda_available()) plan_on(EngineOptions{"cuda", "fp16"});
-    if (options.precision == "fp32" && g.example_bindings().count("batch")) {
+    if (options.plan && options.precision != "fp32" && cuda_available()) plan_on(EngineOptions{"cuda", "fp16"});
+    if (options.plan && options.precision == "fp32" && g.example_bindings().count("batch")) {
       EngineOptions cpu{"cpu", "fp32"};
       cpu.time_cpu_variants = true;
       plan_on(cpu);

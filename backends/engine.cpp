@@ -125,6 +125,9 @@ struct Engine::Impl {
   int fallback_nodes = 0;
 
   Backend& primary() { return *backends[0]; }
+  bool single_backend() const {  // every node on the primary backend (no CPU fallback)
+    return std::all_of(node_backend.begin(), node_backend.end(), [](int b) { return b == 0; });
+  }
   std::string key(const Bindings& b, const std::vector<int>& taps) const;
   Plan& plan_for(const Bindings& b, const std::vector<int>& taps);
   void make_plan(Plan& plan, const std::string& key, const Bindings& b, const std::vector<int>& taps);
@@ -443,8 +446,7 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
   for (size_t i = 0; i < nodes.size(); ++i) plan.args[i].workspace = plan.workspace[node_backend[i]];
   choose_variants(plan, key);
   // One backend for everything, and a GPU: capture the whole run and replay it.
-  const bool single = std::all_of(node_backend.begin(), node_backend.end(), [](int b) { return b == 0; });
-  if (single && primary().is_accelerator()) plan.replay = primary().capture([&] { execute(plan); });
+  if (single_backend() && primary().is_accelerator()) plan.replay = primary().capture([&] { execute(plan); });
 }
 
 // The variant of each kernel that has several: the bundle's saved choice for this plan, else
@@ -522,12 +524,11 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
         // The fastest, but the default unless another beats it by more than timings move.
         const std::vector<double> ms = primary().time_replayed_ms(work);
         const size_t fastest = std::min_element(ms.begin(), ms.end()) - ms.begin();
-        const auto d = std::find(candidates.begin(), candidates.end(), plan.variants[i]);
-        const bool beats_default =
-            d == candidates.end() || ms[fastest] < (1 - primary().timing_noise()) * ms[d - candidates.begin()];
-        if (beats_default) plan.variants[i] = candidates[fastest];
+        // candidates.size() where the default cannot run here.
+        size_t chosen = std::find(candidates.begin(), candidates.end(), plan.variants[i]) - candidates.begin();
+        if (chosen == candidates.size() || ms[fastest] < (1 - primary().timing_noise()) * ms[chosen]) chosen = fastest;
+        plan.variants[i] = candidates[chosen];
         // The runner-up within kCloseCall of the chosen one: whole-plan timing decides below.
-        const size_t chosen = std::find(candidates.begin(), candidates.end(), plan.variants[i]) - candidates.begin();
         size_t runner_up = chosen;
         for (size_t c = 0; c < candidates.size(); ++c)
           if (c != chosen && (runner_up == chosen || ms[c] < ms[runner_up])) runner_up = c;
@@ -536,8 +537,7 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
       }
       problem_tuned[problem] = plan.variants[i];
     }
-    const bool single = std::all_of(node_backend.begin(), node_backend.end(), [](int b) { return b == 0; });
-    if (!stateful && single && primary().is_accelerator()) settle_close_calls(plan, close_calls);
+    if (!stateful && single_backend() && primary().is_accelerator()) settle_close_calls(plan, close_calls);
   }
   tuned[key] = plan.variants;
 }
@@ -752,15 +752,30 @@ std::vector<double> Engine::benchmark(const Bindings& b, int warmup, int samples
 }
 
 std::map<std::string, double> Engine::profile(const Bindings& b, int iterations) {
-  return group_times(profile_nodes(b, iterations));
+  return group_sums(profile_nodes(b, iterations));
 }
 
-std::map<std::string, double> Engine::group_times(const std::vector<double>& node_ms) const {
+std::map<std::string, double> Engine::group_sums(const std::vector<double>& per_node) const {
   const auto& nodes = impl_->exec.nodes();
-  std::map<std::string, double> ms;
-  for (size_t i = 0; i < nodes.size() && i < node_ms.size(); ++i)
-    ms[nodes[i].group.empty() ? nodes[i].op : nodes[i].group] += node_ms[i];
-  return ms;
+  std::map<std::string, double> sums;
+  for (size_t i = 0; i < nodes.size() && i < per_node.size(); ++i)
+    sums[nodes[i].group.empty() ? nodes[i].op : nodes[i].group] += per_node[i];
+  return sums;
+}
+
+std::vector<double> Engine::node_bytes(const Bindings& b) const {
+  const Impl& m = *impl_;
+  const auto it = m.plans.find(m.key(b, {}));
+  KILN_CHECK(it != m.plans.end(), "[engine] node_bytes: no plan for these sizes (prepare first)");
+  std::vector<double> bytes;
+  for (const KernelArgs& a : it->second->args) {
+    double sum = 0;
+    for (const auto* refs : {&a.inputs, &a.outputs})
+      for (const TensorRef& t : *refs)
+        if (t.data) sum += static_cast<double>(t.bytes());  // not an absent optional input
+    bytes.push_back(sum);
+  }
+  return bytes;
 }
 
 std::vector<double> Engine::profile_nodes(const Bindings& b, int iterations, const std::vector<HostTensor>& inputs) {

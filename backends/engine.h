@@ -90,12 +90,16 @@ class Engine {
   std::vector<double> benchmark(const Bindings& bindings, int warmup, int samples, int calls_per_sample,
                                 const std::vector<HostTensor>& inputs = {});
   // Kernel time per executed node (run order, as plan_summary lists them) in ms per call, nodes
-  // run one by one; group_times sums such times per node group ("depthwise", "attention"), and
-  // profile is the two together.
+  // run one by one; group_sums sums such per-node numbers per node group ("depthwise",
+  // "attention"), and profile is the two together.
   std::vector<double> profile_nodes(const Bindings& bindings, int iterations,
                                     const std::vector<HostTensor>& inputs = {});
-  std::map<std::string, double> group_times(const std::vector<double>& node_ms) const;
+  std::map<std::string, double> group_sums(const std::vector<double>& per_node) const;
   std::map<std::string, double> profile(const Bindings& bindings, int iterations);
+  // Bytes each executed node moves at least (run order) in a prepared plan: every input, weights
+  // included, read once and every output written once, in the types it runs in. Over the node's
+  // time, the memory bandwidth it reaches.
+  std::vector<double> node_bytes(const Bindings& bindings) const;
   // One line per executed node: op, name, device, chosen variant.
   std::vector<std::string> plan_summary(const Bindings& bindings) const;
   // The kernel choices of every prepared plan, to store in a bundle (see EngineOptions).

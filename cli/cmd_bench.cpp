@@ -106,7 +106,8 @@ Command add_bench(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   add_device_option(cmd, args->device);
   cmd->add_flag("--json", args->json, "One JSON object per batch size");
-  cmd->add_flag("--profile", args->profile, "Also report kernel time per layer group, and the slowest kernels");
+  cmd->add_flag("--profile", args->profile,
+                "Also report kernel time and least bytes moved per layer group, and the slowest kernels");
   cmd->add_flag("--plan", args->plan, "Also list the kernels, where each runs and the variant chosen");
   cmd->add_flag("--whole-calls", args->whole_calls,
                 "Time whole run() calls instead: inputs from host memory, outputs read back (what an application "
@@ -148,12 +149,16 @@ Command add_bench(CLI::App& app) {
                                   : engine.benchmark(sizes, args->warmup, args->iters, calls, inputs);
       const double median = percentile(ms, 0.5);
       // Per node, then per group; the plan's lines name the nodes in the same order.
-      std::vector<double> node_ms;
-      std::map<std::string, double> groups;
+      // Bytes: what each node must move at least (Engine::node_bytes); over its time, the
+      // bandwidth it reaches.
+      std::vector<double> node_ms, node_bytes;
+      std::map<std::string, double> groups, group_bytes;
       std::vector<std::string> plan;
       if (args->profile) {
         node_ms = engine.profile_nodes(sizes, 20, inputs);
-        groups = engine.group_times(node_ms);
+        groups = engine.group_sums(node_ms);
+        node_bytes = engine.node_bytes(sizes);
+        group_bytes = engine.group_sums(node_bytes);
       }
       if (args->profile || args->plan) plan = engine.plan_summary(sizes);
       if (args->json) {
@@ -173,8 +178,10 @@ Command add_bench(CLI::App& app) {
                             {"bundle_bytes", bundle->file_size()}};
         if (args->profile) {
           j["profile_ms"] = groups;
+          j["profile_bytes"] = group_bytes;
           nlohmann::json nodes = nlohmann::json::array();
-          for (size_t i = 0; i < node_ms.size(); ++i) nodes.push_back({{"node", plan[i]}, {"ms", node_ms[i]}});
+          for (size_t i = 0; i < node_ms.size(); ++i)
+            nodes.push_back({{"node", plan[i]}, {"ms", node_ms[i]}, {"bytes", node_bytes[i]}});
           j["profile_nodes"] = nodes;
         }
         if (args->plan) j["plan"] = plan;
@@ -187,9 +194,16 @@ Command add_bench(CLI::App& app) {
       if (args->profile) {
         double total = 0;
         for (const auto& [grp, t] : groups) total += t;
-        for (const auto& [grp, t] : groups)
-          fmt::print("         {:<20} {:8.3f} ms {:5.1f}%\n", grp, t, 100 * t / total);
-        fmt::print("         {:<20} {:8.3f} ms (kernels launched one by one)\n", "total", total);
+        // GB/s: the group's least bytes over its time (1 GB/s = 1e6 bytes per ms).
+        auto rate = [](double bytes, double ms) { return ms > 0 ? bytes / ms / 1e6 : 0.0; };
+        double total_bytes = 0;
+        for (const auto& [grp, t] : groups) {
+          total_bytes += group_bytes[grp];
+          fmt::print("         {:<20} {:8.3f} ms {:5.1f}% {:10.1f} MB {:8.1f} GB/s\n", grp, t, 100 * t / total,
+                     group_bytes[grp] / 1e6, rate(group_bytes[grp], t));
+        }
+        fmt::print("         {:<20} {:8.3f} ms        {:10.1f} MB {:8.1f} GB/s (kernels launched one by one)\n",
+                   "total", total, total_bytes / 1e6, rate(total_bytes, total));
         std::vector<size_t> order(node_ms.size());
         std::iota(order.begin(), order.end(), size_t{0});
         std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return node_ms[a] > node_ms[b]; });

@@ -10,6 +10,7 @@ Command add_build(CLI::App& app) {
   struct Args {
     std::string source, output, revision, precision = "fp32", batch = "1", labels, recipe, calib, calib_method;
     size_t calib_samples = 500;
+    bool no_plan = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("source", args->source, "Checkpoint folder, Hub id (org/name), or a TF.js graph model folder")
@@ -28,6 +29,9 @@ Command add_build(CLI::App& app) {
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--calib-method", args->calib_method, "fp8: override the recipe's calibration")
       ->check(CLI::IsMember({"max", "percentile", "mse"}));
+  cmd->add_flag("--no-plan", args->no_plan,
+                "Do not time kernels now: a GPU times them at first load, the CPU takes oneDNN's picks (for a "
+                "bundle built on another CPU than the one it runs on)");
   return [args] {
     BuildOptions o;
     o.revision = args->revision;
@@ -38,6 +42,7 @@ Command add_build(CLI::App& app) {
     o.calib = args->calib;
     o.calib_samples = args->calib_samples;
     o.calib_method = args->calib_method;
+    o.plan = !args->no_plan;
     BuildResult r;
     Status s = build(args->source, args->output, o, &r);
     if (!s.ok()) throw std::runtime_error(s.message());
@@ -49,6 +54,8 @@ Command add_build(CLI::App& app) {
                  r.calibration_seconds);
     if (!r.planned_on.empty())
       fmt::print("planned batch sizes {} on {} in {:.2f} s\n", args->batch, r.planned_on, r.planning_seconds);
+    else if (args->no_plan)
+      fmt::print("not planned (--no-plan): kernels are chosen when an engine loads the bundle\n");
     else if (o.precision != "fp32")
       fmt::print("no GPU here: kernel choices will be planned on the GPU at first load\n");
     return 0;

@@ -83,11 +83,15 @@ Command add_inspect(CLI::App& app) {
       for (const auto& [op, count] : op_counts(g)) fmt::print(" {} {}", count, op);
       fmt::print("\n");
     }
-    for (const auto& [backend, plan] : m.value("plans", nlohmann::json::object()).items()) {
+    // Named copies: items() of a temporary would outlive it in the loop.
+    const nlohmann::json backends = m.value("plans", nlohmann::json::object());
+    for (const auto& [backend, plan] : backends.items()) {
+      const nlohmann::json plans = plan.value("plans", nlohmann::json::object());
       std::vector<std::string> sizes;
-      for (const auto& [key, choices] : plan.value("plans", nlohmann::json::object()).items()) sizes.push_back(key);
+      for (const auto& [key, choices] : plans.items()) sizes.push_back(key);
       fmt::print("planned      {} on {}: {}\n", backend, plan.value("device", ""), fmt::join(sizes, ", "));
     }
+    if (backends.empty()) fmt::print("planned      nothing: kernels are chosen when an engine loads it\n");
     fmt::print("weights      {} tensors, {} parameters\n", b->tensors().size(), params);
     if (task.contains("preprocess")) fmt::print("preprocess   {}\n", task["preprocess"].dump());
     fmt::print("created      {}\n", m.value("created", ""));

@@ -176,6 +176,23 @@ TEST(Cli, BadImages) {
   expect_clean_failure("classify " + good_bundle() + " " + work_dir() + "/cut.png", "PNG decode failed");
 }
 
+// --no-plan: a bundle without kernel choices, which inspect says, and which runs (oneDNN's picks).
+TEST(Cli, BuildsWithoutPlans) {
+  std::string out, path = work_dir() + "/b0-unplanned.bundle";
+  ASSERT_EQ(test::run_command(kiln_bin() + " build " + transplant() + " -o " + path + " --batch 4 --no-plan", &out), 0)
+      << out;
+  EXPECT_NE(out.find("not planned (--no-plan)"), std::string::npos) << out;
+  ASSERT_EQ(test::run_command(kiln_bin() + " inspect --json " + path, &out), 0);
+  EXPECT_TRUE(nlohmann::json::parse(out).at("plans").empty()) << out;
+  ASSERT_EQ(test::run_command(kiln_bin() + " inspect " + path, &out), 0);
+  EXPECT_NE(out.find("planned      nothing"), std::string::npos) << out;
+  ASSERT_EQ(test::run_command(kiln_bin() + " classify --device cpu --json " + path + " " + test::source_dir() +
+                                  "/samples/coffee.webp 2>/dev/null",
+                              &out),
+            0);
+  EXPECT_EQ(nlohmann::json::parse(out)["top"][0]["index"], 967) << out;  // espresso
+}
+
 TEST(Cli, Fp16BundleRunsOnTheCpu) {
   std::string out, path = work_dir() + "/b0-fp16.bundle";
   ASSERT_EQ(test::run_command(kiln_bin() + " build " + transplant() + " -o " + path + " --precision fp16", &out), 0)
@@ -293,10 +310,26 @@ TEST(Cli, RunsAnyGraphOnSafetensors) {
   const nlohmann::json j = nlohmann::json::parse(out.substr(brace, out.find('\n', brace) - brace));
   ASSERT_EQ(j.at("profile_nodes").size(), j.at("plan").size()) << out;
   ASSERT_GT(j.at("plan").size(), 0u);
+  // Each node's least bytes (its tensors once each), summed per group as the times are.
+  double node_bytes = 0, group_bytes = 0;
+  bool saw_gather = false;
   for (size_t i = 0; i < j.at("plan").size(); ++i) {
     EXPECT_EQ(j["profile_nodes"][i].at("node"), j["plan"][i]);
     EXPECT_GE(j["profile_nodes"][i].at("ms").get<double>(), 0.0);
+    const double bytes = j["profile_nodes"][i].at("bytes").get<double>();
+    EXPECT_GT(bytes, 0.0);
+    node_bytes += bytes;
+    if (j["plan"][i].get<std::string>().rfind("gather embed ", 0) == 0) {
+      saw_gather = true;  // the 7 x 4 f32 table, 16 i64 ids, a 16 x 4 f32 output
+      EXPECT_EQ(bytes, 7 * 4 * 4 + 16 * 8 + 16 * 4 * 4);
+    }
   }
+  EXPECT_TRUE(saw_gather) << out;
+  for (const auto& [group, bytes] : j.at("profile_bytes").items()) {
+    EXPECT_TRUE(j.at("profile_ms").contains(group)) << group;
+    group_bytes += bytes.get<double>();
+  }
+  EXPECT_EQ(group_bytes, node_bytes);
 }
 
 // `kiln validate --static` on the shipped manifest with one thing broken: it must fail and say what.

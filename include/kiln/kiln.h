@@ -39,6 +39,10 @@ struct BuildOptions {
   // the calibration images, how many, and optionally a calibration method overriding the recipe's.
   std::string recipe, calib, calib_method;
   size_t calib_samples = 500;
+  // Time the kernel variants for batch_sizes now and keep the choices in the bundle. Without
+  // plans a GPU times them when an engine first loads the bundle, and the CPU takes oneDNN's
+  // picks (a CPU plan holds only for the CPU, oneDNN release and thread count timed on).
+  bool plan = true;
 };
 
 struct BuildResult {

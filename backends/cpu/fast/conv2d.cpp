@@ -255,9 +255,9 @@ class OnednnConv2dKernel : public CpuKernel {
   // The descriptor of the implementation named `name` for an input size (empty: oneDNN's pick),
   // or none where oneDNN has no such implementation for it. The op description lives here with
   // the descriptor, whose iterator (next_impl) reads it in place; the one returned is a copy.
-  // `names`, where given, receives the name of every implementation on the way.
+  // `names`, where given, receives the name of every implementation on the way, oneDNN's pick first.
   std::optional<dnnl::convolution_forward::primitive_desc> implementation(
-      const ConvGeometry& g, bool residual, const std::string& name, std::set<std::string>* names = nullptr) const {
+      const ConvGeometry& g, bool residual, const std::string& name, std::vector<std::string>* names = nullptr) const {
     using dt = memory::data_type;
     const memory::desc src({g.n, g.c, g.h, g.w}, dt::f32, Tag::nhwc);
     const memory::desc dst({g.n, g.o, g.oh, g.ow}, dt::f32, Tag::nhwc);
@@ -273,7 +273,7 @@ class OnednnConv2dKernel : public CpuKernel {
                                                {g.pad_top, g.pad_left}, {g.pad_bottom, g.pad_right});
     dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu::onednn_engine());
     do {
-      if (names) names->insert(pd.impl_info_str());
+      if (names) names->push_back(pd.impl_info_str());
       if (name.empty() || name == pd.impl_info_str()) return dnnl::convolution_forward::primitive_desc(pd.get());
     } while (pd.next_impl());
     return std::nullopt;
@@ -284,9 +284,11 @@ class OnednnConv2dKernel : public CpuKernel {
     const auto key = std::make_tuple(g.n, g.h, g.w, residual);
     auto it = implementations_.find(key);
     if (it != implementations_.end()) return it->second;
+    std::vector<std::string> names;
+    implementation(g, residual, "\n", &names);  // no such name: the whole list
     Implementations offered;
-    offered.preferred = implementation(g, residual, "")->impl_info_str();
-    implementation(g, residual, "\n", &offered.names);  // no such name: the whole list
+    offered.preferred = names.front();  // oneDNN throws where it has none
+    offered.names.insert(names.begin(), names.end());
     return implementations_[key] = std::move(offered);
   }
 
