@@ -138,14 +138,21 @@ std::unique_ptr<Kernel> CpuBackend::make_kernel(const Graph& graph, int node, co
 
 std::string CpuBackend::hardware() const {
   if (reference_) return device();
+  // x86 names the model; Arm's cpuinfo has none, and its implementer and part codes tell cores
+  // apart instead, so that a plan timed on one Arm core is not taken on another.
   static const std::string model = [] {
     std::ifstream cpuinfo("/proc/cpuinfo");
-    for (std::string line; std::getline(cpuinfo, line);)
-      if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
-        const size_t start = line.find_first_not_of(" \t", line.find(':') + 1);
-        return start == std::string::npos ? std::string("cpu") : line.substr(start);
-      }
-    return std::string("cpu");
+    std::string implementer, part;
+    for (std::string line; std::getline(cpuinfo, line);) {
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      const size_t start = line.find_first_not_of(" \t", colon + 1);
+      const std::string value = start == std::string::npos ? "" : line.substr(start);
+      if (line.rfind("model name", 0) == 0 && !value.empty()) return value;
+      if (line.rfind("CPU implementer", 0) == 0 && implementer.empty()) implementer = value;
+      if (line.rfind("CPU part", 0) == 0 && part.empty()) part = value;
+    }
+    return implementer.empty() ? std::string("cpu") : fmt::format("Arm implementer {} part {}", implementer, part);
   }();
   const dnnl_version_t* v = dnnl_version();
   return fmt::format("{}, oneDNN {}.{}.{}, {} thread{}", model, v->major, v->minor, v->patch, cpu::threads(),
