@@ -5,7 +5,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/threads.h"
-#include "tests/gpu/test_graphs.h"
+#include "tests/test_graphs.h"
 
 namespace kiln {
 namespace {

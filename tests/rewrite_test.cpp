@@ -8,7 +8,7 @@
 #include "graph/family_registry.h"
 #include "graph/rewrites/rewrite.h"
 #include "tests/fusing_backend.h"
-#include "tests/gpu/test_graphs.h"
+#include "tests/test_graphs.h"
 #include "tests/transformer_graphs.h"
 
 namespace kiln {

@@ -11,7 +11,7 @@
 #include "backends/engine.h"
 #include "checkpoints/safetensors.h"
 #include "graph/family_registry.h"
-#include "tests/gpu/test_graphs.h"
+#include "tests/test_graphs.h"
 #include "tests/test_support.h"
 
 namespace kiln {

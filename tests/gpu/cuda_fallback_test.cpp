@@ -4,7 +4,7 @@
 
 #include "backends/cpu/cpu_kernel.h"
 #include "graph/op.h"
-#include "tests/gpu/test_graphs.h"
+#include "tests/test_graphs.h"
 
 namespace kiln {
 namespace {

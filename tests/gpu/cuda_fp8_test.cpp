@@ -10,7 +10,7 @@
 #include "graph/family_registry.h"
 #include "quantize/calibrate.h"
 #include "quantize/recipe.h"
-#include "tests/gpu/test_graphs.h"
+#include "tests/test_graphs.h"
 #include "tests/test_support.h"
 
 namespace kiln {

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "tests/gpu/test_graphs.h"
+#include "tests/test_graphs.h"
 #include "tests/seq2seq_reference.h"
 
 namespace kiln {

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "backends/engine.h"
-#include "tests/gpu/test_graphs.h"
+#include "tests/test_graphs.h"
 #include "tests/transformer_graphs.h"
 
 namespace kiln {

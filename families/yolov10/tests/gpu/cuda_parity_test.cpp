@@ -10,7 +10,7 @@
 #include "families/yolov10/tests/deterministic_checkpoint.h"
 #include "families/yolov10/tests/reference.h"
 #include "kiln/kiln.h"
-#include "tests/gpu/test_graphs.h"
+#include "tests/test_graphs.h"
 #include "tests/test_support.h"
 
 namespace kiln {

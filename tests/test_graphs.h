@@ -1,6 +1,6 @@
-// Test graphs for the GPU tests (image networks built layer by layer with random weights), their
-// random inputs, the CPU-vs-CUDA comparison, engines with one kernel variant forced on every
-// node that has variants, and the skip for machines without a usable GPU.
+// Test graphs (image networks built layer by layer with random weights), their random inputs, the
+// CPU-vs-CUDA comparison, engines with one kernel variant forced on every node that has variants
+// (GPU and CPU variants alike), and the skip for machines without a usable GPU.
 #pragma once
 
 #include <gtest/gtest.h>
