@@ -26,11 +26,11 @@ namespace kiln::test {
 
 // Every GEMM variant's name, for tests that force each one through a saved plan; the few-rows
 // kernel (gemv) takes at most 64 rows and no squeeze-excite gate, the streaming ones K up to 128
-// and neither a gate nor a residual, the pipelined ones no fp32 output.
+// and neither a gate nor a residual.
 inline const std::vector<std::string> kGemmVariantNames = {
-    "wmma_64x64",    "wmma_128x64",  "wmma_64x32", "wmma_32x64", "wmma_128x64_w8", "wmma_64x128_w8", "wmma_32x64_k4",
-    "wmma_32x64_k8", "mma_128x64",   "mma_64x64",  "mma_64x128", "mma_32x64",      "mma_128x32",     "gemv",
-    "mma_64x64_k4",  "mma_32x64_k8", "stream_n32", "stream_n64", "pipe_128x32",    "pipe_64x64"};
+    "wmma_64x64",    "wmma_128x64",   "wmma_64x32",   "wmma_32x64",   "wmma_128x64_w8", "wmma_64x128_w8",
+    "wmma_32x64_k4", "wmma_32x64_k8", "mma_128x64",   "mma_64x64",    "mma_64x128",     "mma_32x64",
+    "mma_128x32",    "gemv",          "mma_64x64_k4", "mma_32x64_k8", "stream_n32",     "stream_n64"};
 
 // Every depthwise variant's name: the strip kernel, the shared-memory tiles, the tensor-core tiles.
 inline const std::vector<std::string> kDepthwiseVariantNames = {"dw_strip",    "dw_tile_16x16", "dw_tile_8x16",

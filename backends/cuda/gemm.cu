@@ -6,7 +6,6 @@
 
 #include "backends/cuda/gemm_epilogue.cuh"
 #include "backends/cuda/gemm_mma.cuh"
-#include "backends/cuda/gemm_pipe.cuh"
 #include "backends/cuda/gemm_stream.cuh"
 #include "backends/cuda/gemv.cuh"
 #include "backends/cuda/launch.cuh"
@@ -212,10 +211,9 @@ void launch_split(GemmArgs p, int splits, cudaStream_t s) {
 
 constexpr int kWmmaVariants = 8;
 constexpr int kGemvVariant = kWmmaVariants + kMmaTiles;
-constexpr int kMmaSplitVariant = kGemvVariant + 1;           // then the mma.sync split-K variants
-constexpr int kStreamVariant = kMmaSplitVariant + 2;         // then the short-K streaming ones (gemm_stream.cu)
-constexpr int kPipeVariant = kStreamVariant + kStreamTiles;  // then the pipelined ones (gemm_pipe.cu)
-static_assert(kPipeVariant + kPipeTiles == kGemmVariants);
+constexpr int kMmaSplitVariant = kGemvVariant + 1;    // then the mma.sync split-K variants
+constexpr int kStreamVariant = kMmaSplitVariant + 2;  // then the short-K streaming ones (gemm_stream.cu)
+static_assert(kStreamVariant + kStreamTiles == kGemmVariants);
 // K slices per tile variant (1: no split), and the mma tile each split-K mma variant runs.
 constexpr int kSplits[kStreamVariant] = {1, 1, 1, 1, 1, 1, 4, 8, 1, 1, 1, 1, 1, 1, 4, 8};
 constexpr int kMmaSplitTile[2] = {1, 3};
@@ -237,8 +235,7 @@ const char* gemm_variant_name(int variant) {
   if (variant == kGemvVariant) return "gemv";
   if (variant == kMmaSplitVariant) return "mma_64x64_k4";
   if (variant == kMmaSplitVariant + 1) return "mma_32x64_k8";
-  if (variant >= kStreamVariant && variant < kPipeVariant) return kStreamTileNames[variant - kStreamVariant];
-  if (variant >= kPipeVariant && variant < kGemmVariants) return kPipeTileNames[variant - kPipeVariant];
+  if (variant >= kStreamVariant && variant < kGemmVariants) return kStreamTileNames[variant - kStreamVariant];
   return "?";
 }
 
@@ -247,7 +244,6 @@ const char* gemm_variant_name(int variant) {
 // An implicit GEMM (a k x k conv) runs on the mma.sync kernels only, in fp16 without a gate.
 bool gemm_variant_supports(const GemmArgs& p, int variant) {
   if (variant < 0 || variant >= kGemmVariants) return false;
-  if (variant >= kPipeVariant) return gemm_pipe_supports(p, variant - kPipeVariant);
   if (variant >= kStreamVariant) return gemm_stream_supports(p, variant - kStreamVariant);
   if ((static_cast<int64_t>(p.m) + kTileRows[variant] - 1) / kTileRows[variant] > 65535) return false;
   if ((p.out_f32 || p.out_e4m3) && (p.gate || p.residual)) return false;
@@ -267,7 +263,6 @@ int gemm_default_variant(const GemmArgs& p) {
 
 void launch_gemm(const GemmArgs& p, int variant, cudaStream_t s) {
   if (variant == kGemvVariant) return launch_gemv(p, s);
-  if (variant >= kPipeVariant) return launch_gemm_pipe(p, variant - kPipeVariant, s);
   if (variant >= kStreamVariant) return launch_gemm_stream(p, variant - kStreamVariant, s);
   if (variant >= kMmaSplitVariant) {
     GemmArgs q = p;

@@ -55,9 +55,8 @@ struct GemmArgs {
 // 0-7 are fp16 WMMA kernels, 8-12 mma.sync kernels for fp16 and FP8 (sm_89 and newer for FP8),
 // 13 the few-rows kernel (gemv.cu), the default for up to 16 rows, 14-15 mma.sync with K split
 // over 4 or 8 blocks (fp16; implicit GEMMs too), 16-17 the short-K streaming kernels
-// (gemm_stream.cu: K up to 128, fp16, no gate or residual), 18-19 the pipelined kernels
-// (gemm_pipe.cu: fp16).
-inline constexpr int kGemmVariants = 20;
+// (gemm_stream.cu: K up to 128, fp16, no gate or residual).
+inline constexpr int kGemmVariants = 18;
 const char* gemm_variant_name(int variant);
 bool gemm_variant_supports(const GemmArgs& args, int variant);
 int gemm_default_variant(const GemmArgs& args);

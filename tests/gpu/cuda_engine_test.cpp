@@ -145,43 +145,6 @@ TEST(CudaEngine, StreamingGemmsWalkManyTiles) {
   }
 }
 
-// The pipelined GEMMs (gemm_pipe.cu) on an inverted-residual block at 7 x 7: 49 rows per image,
-// so image boundaries fall inside 16-row fragments and the 128-row tile at rows 128-255 spans
-// four images, each with its own squeeze-excite gate (the most a gated tile takes). Expand,
-// depthwise, squeeze-excite, then the gated project conv with the residual added (K of 200: six
-// stages of 32 and a partial one), batch 6 (294 rows, not a multiple of a tile). The output is
-// the last map itself, compared element by element; the conv that writes it (f32) and the 3x3
-// convs run on other kernels.
-TEST(CudaEngine, PipelinedGemmsGateAcrossImages) {
-  REQUIRE_GPU();
-  GraphMaker g(47);
-  int x = g.input(3);
-  x = g.conv(x, 16, 3, 2, false, Activation::SiLU);
-  x = g.conv(x, 40, 3, 2, false, Activation::SiLU);
-  int d = g.conv(x, 200, 1, 1, false, Activation::SiLU);
-  d = g.conv(d, 200, 3, 2, true, Activation::SiLU);
-  d = g.squeeze_excite(d, 10);
-  int y = g.conv(d, 48, 1, 1, false, Activation::None);
-  int r = g.conv(x, 48, 3, 2, false, Activation::None);
-  y = g.op("add", {y, r});
-  y = g.conv(y, 16, 1, 1, false, Activation::None);
-  g.finish(y);
-  const Bindings sizes = image_sizes(6, 56, 56);
-  const test::ForcedVariants forced(g.def, sizes);
-  const Tensor input = test::random_input(g.def, 6, 56, 56, 53);
-  const std::vector<float> a = test::logits(*test::engine(g.def, "cpu"), input);
-  const float peak =
-      std::abs(*std::max_element(a.begin(), a.end(), [](float u, float v) { return std::abs(u) < std::abs(v); }));
-  for (const std::string variant : {"pipe_128x32", "pipe_64x64"}) {
-    auto gpu = forced.forced(variant);
-    const std::vector<float> b = test::logits(*gpu, input);
-    EXPECT_EQ(test::ForcedVariants::taken(*gpu, sizes, variant), 2)
-        << "the forced plan was not used on the expand and the gated project conv: " << variant;
-    EXPECT_LT(test::max_abs_diff(a.data(), b.data(), a.size()), 1e-2 * peak) << variant;
-    EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant;
-  }
-}
-
 // Dense k x k convs run as implicit GEMMs on the mma.sync tiles: each tile forced on every layer
 // (stride 1 and 2, 3x3 and 5x5, K not a multiple of a stage, rows not a multiple of a tile).
 TEST(CudaEngine, ImplicitGemmConvsMatchCpuWithEveryTile) {
