@@ -160,7 +160,8 @@ Status build(const std::string& source, const std::string& output_path, const Bu
     // the bundle's precision is for: the GPU (fp16, fp8) where there is one, the CPU (fp32:
     // oneDNN's implementations of the large convs) with the thread count set for this process.
     // Not both: timing a batch of 128 on the CPU would take most of a GPU bundle's build. A
-    // graph without a batch dim is planned on the GPU at first load, on the CPU not at all.
+    // graph without a batch dim is planned on the GPU at first load, on the CPU not at all;
+    // so is every graph with options.plan off (--no-plan).
     std::string planned_on;
     const auto planning_start = std::chrono::steady_clock::now();
     const Graph& g = def.graph(def.task_config.value("graph", std::string("main")));

@@ -767,12 +767,28 @@ std::vector<double> Engine::node_bytes(const Bindings& b) const {
   const Impl& m = *impl_;
   const auto it = m.plans.find(m.key(b, {}));
   KILN_CHECK(it != m.plans.end(), "[engine] node_bytes: no plan for these sizes (prepare first)");
+  const auto& nodes = m.exec.nodes();
   std::vector<double> bytes;
-  for (const KernelArgs& a : it->second->args) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    const KernelArgs& a = it->second->args[i];
+    // A view (reshape) moves nothing, and an in-place update of a state only its other inputs:
+    // the aliased input and output are left out. (Copies between devices have no kernel and
+    // move their input.)
+    std::set<size_t> aliased_inputs, aliased_outputs;
+    for (size_t o = 0; m.kernels[i] && o < n.outputs.size(); ++o)
+      if (const int in = n.def().aliases_input(static_cast<int>(o)); in >= 0) {
+        aliased_outputs.insert(o);
+        aliased_inputs.insert(static_cast<size_t>(in));
+      }
+    std::set<int> read;  // a value taken twice (mul(x, x)) is read once
     double sum = 0;
-    for (const auto* refs : {&a.inputs, &a.outputs})
-      for (const TensorRef& t : *refs)
-        if (t.data) sum += static_cast<double>(t.bytes());  // not an absent optional input
+    for (size_t k = 0; k < a.inputs.size(); ++k)
+      // (n.inputs, not data: a kernel that packs a constant itself leaves the engine's pointer empty)
+      if (n.inputs[k] >= 0 && !aliased_inputs.count(k) && read.insert(n.inputs[k]).second)
+        sum += static_cast<double>(a.inputs[k].bytes());
+    for (size_t o = 0; o < a.outputs.size(); ++o)
+      if (!aliased_outputs.count(o)) sum += static_cast<double>(a.outputs[o].bytes());
     bytes.push_back(sum);
   }
   return bytes;

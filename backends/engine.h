@@ -97,8 +97,10 @@ class Engine {
   std::map<std::string, double> group_sums(const std::vector<double>& per_node) const;
   std::map<std::string, double> profile(const Bindings& bindings, int iterations);
   // Bytes each executed node moves at least (run order) in a prepared plan: every input, weights
-  // included, read once and every output written once, in the types it runs in. Over the node's
-  // time, the memory bandwidth it reaches.
+  // included, read once and every output written once, in the types it runs in; nothing for a
+  // view, and for an in-place update of a state only its other inputs. A state (a KV cache)
+  // counts whole, though attention may read only its filled part. Over the node's time, the
+  // memory bandwidth it reaches.
   std::vector<double> node_bytes(const Bindings& bindings) const;
   // One line per executed node: op, name, device, chosen variant.
   std::vector<std::string> plan_summary(const Bindings& bindings) const;

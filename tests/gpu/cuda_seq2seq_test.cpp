@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "tests/test_graphs.h"
 #include "tests/seq2seq_reference.h"
+#include "tests/test_graphs.h"
 
 namespace kiln {
 namespace {
