@@ -128,6 +128,9 @@ struct Engine::Impl {
   bool single_backend() const {  // every node on the primary backend (no CPU fallback)
     return std::all_of(node_backend.begin(), node_backend.end(), [](int b) { return b == 0; });
   }
+  // A node whose variant the planner chooses (and a bundle's plan records): a kernel with
+  // several, on the primary backend (CPU fallback nodes keep their defaults).
+  bool has_choice(size_t i) const { return kernels[i] && kernels[i]->variants() > 1 && node_backend[i] == 0; }
   std::string key(const Bindings& b, const std::vector<int>& taps) const;
   Plan& plan_for(const Bindings& b, const std::vector<int>& taps);
   void make_plan(Plan& plan, const std::string& key, const Bindings& b, const std::vector<int>& taps);
@@ -462,7 +465,7 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!kernels[i]) continue;
     plan.variants[i] = kernels[i]->default_variant(plan.args[i]);
-    any = any || (kernels[i]->variants() > 1 && node_backend[i] == 0);
+    any = any || has_choice(i);
   }
   if (!any) return;
   if (auto t = tuned.find(key); t != tuned.end()) {
@@ -488,7 +491,7 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
     }
     std::map<std::string, CloseCall> close_calls;  // by problem
     for (size_t i = 0; i < nodes.size(); ++i) {
-      if (!kernels[i] || kernels[i]->variants() < 2 || node_backend[i] != 0) continue;
+      if (!has_choice(i)) continue;
       if (stateful && nodes[i].def().in_place()) continue;
       std::string problem = nodes[i].op + " " + kernels[i]->describe();
       for (const auto* refs : {&plan.args[i].inputs, &plan.args[i].outputs})
@@ -835,8 +838,7 @@ nlohmann::json Engine::export_plans() const {
   for (const auto& [key, plan] : m.plans) {
     nlohmann::json choices = nlohmann::json::object();
     for (size_t i = 0; i < m.exec.nodes().size(); ++i)
-      if (m.kernels[i] && m.node_backend[i] == 0 && m.kernels[i]->variants() > 1)
-        choices[m.exec.nodes()[i].name] = m.kernels[i]->variant_name(plan->variants[i]);
+      if (m.has_choice(i)) choices[m.exec.nodes()[i].name] = m.kernels[i]->variant_name(plan->variants[i]);
     if (key.find('|') == std::string::npos) plans[key] = choices;
   }
   return {{m.backends[0]->name(),
