@@ -52,30 +52,33 @@ KILN_OP_CASES(conv2d) {
         c.output(c.graph.add("conv2d", "conv", {x, w, b}, conv_attrs(s, "silu")));
         cases.push_back(std::move(c));
       }
-  // The stem: NCHW f32 input (the network's), output in the compute type.
-  for (DType t : {DType::F32, DType::F16}) {
-    OpCase c("conv2d", t, {2, 3, 17, 20}, "nchw");
-    const int x = c.input("x", DType::F32, {2, 3, 17, 20});
-    const int w = c.constant("w", DType::F32, {32, 3, 3, 3}, 0.2);
-    const int b = c.constant("b", DType::F32, {32}, 0.5);
-    Attrs a = conv_attrs({3, 32, 3, 2, 1}, "silu");
-    a.set("input_layout", std::string("nchw"));
-    a.set("out_dtype", std::string(dtype_name(t)));
-    c.output(c.graph.add("conv2d", "stem", {x, w, b}, a));
-    c.decomposition = [](DType t2) {
-      return [t2] {
-        Graph g;
-        const int x = g.add_input("x", DType::F32, fixed_shape({2, 3, 17, 20}));
-        int y = g.add("transpose", "nhwc", {x}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}});
-        if (t2 != DType::F32) y = g.add("cast", "cast", {y}, {{"to", std::string(dtype_name(t2))}});
-        const int w = g.add_constant("w", DType::F32, {32, 3, 3, 3});
-        const int b = g.add_constant("b", DType::F32, {32});
-        g.add_output("y0", g.add("conv2d", "stem", {y, w, b}, conv_attrs({3, 32, 3, 2, 1}, "silu")));
-        return g;
-      };
-    }(t);
-    cases.push_back(std::move(c));
-  }
+  // The stem: NCHW f32 input (the network's), output in the compute type. 3x3 with 32 and 48
+  // outputs (EfficientNet b0's and b4's, each its own CUDA kernel) and a 5x5 (the generic one).
+  for (DType t : {DType::F32, DType::F16})
+    for (const ConvSpec& s : {ConvSpec{3, 32, 3, 2, 1}, ConvSpec{3, 48, 3, 2, 1}, ConvSpec{3, 16, 5, 2, 1}}) {
+      const Shape xs{2, 3, 17, 20};
+      OpCase c("conv2d", t, xs, fmt::format("nchw-k{}o{}", s.k, s.o));
+      const int x = c.input("x", DType::F32, xs);
+      const int w = c.constant("w", DType::F32, {s.o, s.k, s.k, 3}, 0.2);
+      const int b = c.constant("b", DType::F32, {s.o}, 0.5);
+      Attrs a = conv_attrs(s, "silu");
+      a.set("input_layout", std::string("nchw"));
+      a.set("out_dtype", std::string(dtype_name(t)));
+      c.output(c.graph.add("conv2d", "stem", {x, w, b}, a));
+      c.decomposition = [](DType t2, ConvSpec s2, Shape xs2) {
+        return [t2, s2, xs2] {
+          Graph g;
+          const int x = g.add_input("x", DType::F32, fixed_shape(xs2));
+          int y = g.add("transpose", "nhwc", {x}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}});
+          if (t2 != DType::F32) y = g.add("cast", "cast", {y}, {{"to", std::string(dtype_name(t2))}});
+          const int w = g.add_constant("w", DType::F32, {s2.o, s2.k, s2.k, 3});
+          const int b = g.add_constant("b", DType::F32, {s2.o});
+          g.add_output("y0", g.add("conv2d", "stem", {y, w, b}, conv_attrs(s2, "silu")));
+          return g;
+        };
+      }(t, s, xs);
+      cases.push_back(std::move(c));
+    }
   // A dense 3x3 conv with a residual, and one with an f32 output (an implicit GEMM's epilogues).
   for (DType t : {DType::F32, DType::F16})
     for (const bool residual : {true, false}) {
