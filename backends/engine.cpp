@@ -133,6 +133,11 @@ struct Engine::Impl {
   bool has_choice(size_t i) const { return kernels[i] && kernels[i]->variants() > 1 && node_backend[i] == 0; }
   std::string key(const Bindings& b, const std::vector<int>& taps) const;
   Plan& plan_for(const Bindings& b, const std::vector<int>& taps);
+  // The plan made for these sizes (no taps), or none: for reports that must not plan.
+  const Plan* planned(const Bindings& b) const {
+    const auto it = plans.find(key(b, {}));
+    return it == plans.end() ? nullptr : it->second.get();
+  }
   void make_plan(Plan& plan, const std::string& key, const Bindings& b, const std::vector<int>& taps);
   void materialize_constants();
   void choose_variants(Plan& plan, const std::string& key);
@@ -768,13 +773,13 @@ std::map<std::string, double> Engine::group_sums(const std::vector<double>& per_
 
 std::vector<double> Engine::node_bytes(const Bindings& b) const {
   const Impl& m = *impl_;
-  const auto it = m.plans.find(m.key(b, {}));
-  KILN_CHECK(it != m.plans.end(), "[engine] node_bytes: no plan for these sizes (prepare first)");
+  const Plan* plan = m.planned(b);
+  KILN_CHECK(plan, "[engine] node_bytes: no plan for these sizes (prepare first)");
   const auto& nodes = m.exec.nodes();
   std::vector<double> bytes;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
-    const KernelArgs& a = it->second->args[i];
+    const KernelArgs& a = plan->args[i];
     // A view (reshape) moves nothing, and an in-place update of a state only its other inputs:
     // the aliased input and output are left out. (Copies between devices have no kernel and
     // move their input.)
@@ -816,7 +821,7 @@ std::vector<double> Engine::profile_nodes(const Bindings& b, int iterations, con
 std::vector<std::string> Engine::plan_summary(const Bindings& b) const {
   const Impl& m = *impl_;
   std::vector<std::string> out;
-  auto it = m.plans.find(m.key(b, {}));
+  const Plan* plan = m.planned(b);
   const auto& nodes = m.exec.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
@@ -824,8 +829,7 @@ std::vector<std::string> Engine::plan_summary(const Bindings& b) const {
     if (m.kernels[i]) {
       const std::string d = m.kernels[i]->describe();
       if (!d.empty()) line += " " + d;
-      if (it != m.plans.end() && m.kernels[i]->variants() > 1)
-        line += " " + m.kernels[i]->variant_name(it->second->variants[i]);
+      if (plan && m.kernels[i]->variants() > 1) line += " " + m.kernels[i]->variant_name(plan->variants[i]);
     }
     out.push_back(line);
   }

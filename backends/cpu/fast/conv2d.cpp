@@ -252,12 +252,13 @@ class OnednnConv2dKernel : public CpuKernel {
                        colon == std::string::npos ? "" : preferred.substr(colon));
   }
 
-  // The descriptor of the implementation named `name` for an input size (empty: oneDNN's pick),
-  // or none where oneDNN has no such implementation for it. The op description lives here with
-  // the descriptor, whose iterator (next_impl) reads it in place; the one returned is a copy.
-  // `names`, where given, receives the name of every implementation on the way, oneDNN's pick first.
-  std::optional<dnnl::convolution_forward::primitive_desc> implementation(
-      const ConvGeometry& g, bool residual, const std::string& name, std::vector<std::string>* names = nullptr) const {
+  // Walks oneDNN's implementations for an input size, its pick first, until `stop(name)` says so,
+  // and returns the descriptor it stopped at (none where it never did). The op description lives
+  // here with the descriptor, whose iterator (next_impl) reads it in place; the one returned is a
+  // copy.
+  template <typename Stop>
+  std::optional<dnnl::convolution_forward::primitive_desc> walk_implementations(const ConvGeometry& g, bool residual,
+                                                                                Stop stop) const {
     using dt = memory::data_type;
     const memory::desc src({g.n, g.c, g.h, g.w}, dt::f32, Tag::nhwc);
     const memory::desc dst({g.n, g.o, g.oh, g.ow}, dt::f32, Tag::nhwc);
@@ -271,12 +272,17 @@ class OnednnConv2dKernel : public CpuKernel {
                                                src, weights, bias_.empty() ? memory::desc() : bias_md(), dst,
                                                {p_.stride_h, p_.stride_w}, {p_.dilation_h - 1, p_.dilation_w - 1},
                                                {g.pad_top, g.pad_left}, {g.pad_bottom, g.pad_right});
-    dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu::onednn_engine());
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu::onednn_engine());  // throws where none
     do {
-      if (names) names->push_back(pd.impl_info_str());
-      if (name.empty() || name == pd.impl_info_str()) return dnnl::convolution_forward::primitive_desc(pd.get());
+      if (stop(pd.impl_info_str())) return dnnl::convolution_forward::primitive_desc(pd.get());
     } while (pd.next_impl());
     return std::nullopt;
+  }
+
+  // The descriptor of the implementation named `name` for an input size (empty: oneDNN's pick).
+  std::optional<dnnl::convolution_forward::primitive_desc> implementation(const ConvGeometry& g, bool residual,
+                                                                          const std::string& name) const {
+    return walk_implementations(g, residual, [&](const std::string& n) { return name.empty() || n == name; });
   }
 
   // What oneDNN offers for an input size (listed once).
@@ -284,11 +290,12 @@ class OnednnConv2dKernel : public CpuKernel {
     const auto key = std::make_tuple(g.n, g.h, g.w, residual);
     auto it = implementations_.find(key);
     if (it != implementations_.end()) return it->second;
-    std::vector<std::string> names;
-    implementation(g, residual, "\n", &names);  // no such name: the whole list
     Implementations offered;
-    offered.preferred = names.front();  // oneDNN throws where it has none
-    offered.names.insert(names.begin(), names.end());
+    walk_implementations(g, residual, [&](const std::string& n) {
+      if (offered.names.empty()) offered.preferred = n;
+      offered.names.insert(n);
+      return false;
+    });
     return implementations_[key] = std::move(offered);
   }
 
