@@ -105,14 +105,17 @@ struct MlpArgs {
   bool y_f32 = false;
   int rows = 0, k = 0, h = 0, n = 0;
   Act act1 = Act::None, act2 = Act::None;
+  float* workspace = nullptr;  // mlp_workspace_bytes: the split variant's hidden layer
 };
 __host__ __device__ constexpr int mlp_padded(int n) { return (n + 3) / 4 * 4; }
 bool mlp_supported(int k, int h);
 // Variants: rows per block (1, 2, 4, 8), which share each weight load; more rows mean fewer
-// blocks. The planner times them per layer and batch.
-inline constexpr int kMlpVariants = 4;
+// blocks. Then mlp_split: the hidden layer in a kernel of its own, spread over the GPU. The
+// planner times them per layer and batch.
+inline constexpr int kMlpVariants = 5;
 const char* mlp_variant_name(int variant);
 bool mlp_variant_supports(const MlpArgs& args, int variant);
+size_t mlp_workspace_bytes(const MlpArgs& args, int variant);
 void launch_mlp(const MlpArgs& args, int variant, cudaStream_t stream);
 
 // Direct conv on the graph's fp32 NCHW input (the stem), writing fp16 NHWC: the layout change and

@@ -250,7 +250,7 @@ TEST(CudaEngine, EveryDepthwiseVariantMatchesCpu) {
     }
 }
 
-// Squeeze-excite's two small layers (one mlp kernel) with each rows-per-block variant forced:
+// Squeeze-excite's two small layers (one mlp node) with each variant forced (rows per block; split):
 // channels and hidden units that are not multiples of the kernel's 4-float loads, a batch that
 // is not a multiple of the rows per block, two squeeze-excites in a row.
 TEST(CudaEngine, EveryMlpVariantMatchesCpu) {
@@ -271,11 +271,11 @@ TEST(CudaEngine, EveryMlpVariantMatchesCpu) {
     const test::ForcedVariants forced(g.def, sizes);
     const Tensor input = test::random_input(g.def, batch, 35, 33, 23);
     const std::vector<float> a = test::logits(*test::engine(g.def, "cpu"), input);
-    for (const std::string variant : {"mlp_rows1", "mlp_rows2", "mlp_rows4", "mlp_rows8"}) {
+    for (const std::string variant : {"mlp_rows1", "mlp_rows2", "mlp_rows4", "mlp_rows8", "mlp_split"}) {
       auto gpu = forced.forced(variant);
       const std::vector<float> b = test::logits(*gpu, input);
-      EXPECT_EQ(test::ForcedVariants::taken(*gpu, sizes, variant), batch == 1 && variant != "mlp_rows1" ? 0 : 2)
-          << variant << " batch " << batch;
+      const bool runs = batch > 1 || variant == "mlp_rows1" || variant == "mlp_split";
+      EXPECT_EQ(test::ForcedVariants::taken(*gpu, sizes, variant), runs ? 2 : 0) << variant << " batch " << batch;
       EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 5e-3) << variant << " batch " << batch;
     }
   }

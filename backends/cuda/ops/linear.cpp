@@ -237,6 +237,7 @@ class MlpKernel : public Kernel {
   int variants() const override { return cuda::kMlpVariants; }
   std::string variant_name(int v) const override { return cuda::mlp_variant_name(v); }
   bool variant_runs(const KernelArgs& a, int v) const override { return cuda::mlp_variant_supports(args(a), v); }
+  size_t workspace_bytes(const KernelArgs& a, int v) const override { return cuda::mlp_workspace_bytes(args(a), v); }
   void run(const KernelArgs& a, int variant) override { cuda::launch_mlp(args(a), variant, stream_of(a)); }
 
  private:
@@ -260,6 +261,7 @@ class MlpKernel : public Kernel {
     m.residual = a.inputs.size() > Residual ? a.inputs[Residual].data : nullptr;
     m.y = a.outputs[0].data;
     m.rows = static_cast<int>(a.inputs[X].numel() / m.k);
+    m.workspace = static_cast<float*>(a.workspace);
     return m;
   }
 
