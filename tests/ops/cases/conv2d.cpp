@@ -52,10 +52,11 @@ KILN_OP_CASES(conv2d) {
         c.output(c.graph.add("conv2d", "conv", {x, w, b}, conv_attrs(s, "silu")));
         cases.push_back(std::move(c));
       }
-  // The stem: NCHW f32 input (the network's), output in the compute type. 3x3 with 32 and 48
-  // outputs (EfficientNet b0's and b4's, each its own CUDA kernel) and a 5x5 (the generic one).
+  // The stem: NCHW f32 input (the network's), output in the compute type. 3x3 with 16 to 64
+  // outputs (on CUDA one kernel per width) and a 5x5 (the generic kernel).
   for (DType t : {DType::F32, DType::F16})
-    for (const ConvSpec& s : {ConvSpec{3, 32, 3, 2, 1}, ConvSpec{3, 48, 3, 2, 1}, ConvSpec{3, 16, 5, 2, 1}}) {
+    for (const ConvSpec& s : {ConvSpec{3, 16, 3, 2, 1}, ConvSpec{3, 32, 3, 2, 1}, ConvSpec{3, 40, 3, 2, 1},
+                              ConvSpec{3, 48, 3, 2, 1}, ConvSpec{3, 64, 3, 2, 1}, ConvSpec{3, 16, 5, 2, 1}}) {
       const Shape xs{2, 3, 17, 20};
       OpCase c("conv2d", t, xs, fmt::format("nchw-k{}o{}", s.k, s.o));
       const int x = c.input("x", DType::F32, xs);
