@@ -5,6 +5,8 @@
 // (conf 0), not of trained detections; the FP8 study in the family README has the rest.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -17,8 +19,15 @@
 namespace kiln {
 namespace {
 
+// One folder per process: CTest runs these tests as processes of their own, side by side, and two
+// of them writing one shared checkpoint raced (one mapped the file while the other rewrote it).
+std::string work() {
+  static const std::string dir = test::binary_dir() + "/yolov10-fp8-test/" + std::to_string(getpid());
+  return dir;
+}
+
 std::string checkpoint() {
-  const std::string dir = test::binary_dir() + "/yolov10-fp8-test/yolov10n";
+  const std::string dir = work() + "/yolov10n";
   if (!std::filesystem::exists(dir + "/config.json"))
     test::write_deterministic_checkpoint(dir, "yolov10n", test::random_reference().at("models").at("yolov10n"));
   return dir;
@@ -32,7 +41,7 @@ std::string build_bundle(const std::string& precision, const std::string& recipe
     o.calib = test::data_path("data/coco-train2017-128");
     o.calib_samples = 2;
   }
-  const std::string path = test::binary_dir() + "/yolov10-fp8-test/" + precision + recipe + ".bundle";
+  const std::string path = work() + "/" + precision + recipe + ".bundle";
   const Status s = build(checkpoint(), path, o, r);
   EXPECT_TRUE(s.ok()) << s.message();
   return path;
@@ -91,7 +100,7 @@ TEST(YoloFp8, CalibrationNeedsAnImagesFolder) {
   o.precision = "fp8";
   o.calib = test::data_path("data/text");
   BuildResult r;
-  const Status s = build(checkpoint(), test::binary_dir() + "/yolov10-fp8-test/bad.bundle", o, &r);
+  const Status s = build(checkpoint(), work() + "/bad.bundle", o, &r);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("images/"), std::string::npos) << s.message();
 }
