@@ -1,8 +1,6 @@
 // Bundle round trip and the reader's defences: every malformed file is one clear error.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -54,9 +52,7 @@ ModelDefinition tiny_model() {
 }
 
 std::vector<uint8_t> tiny_bundle_bytes() {
-  // A file per process: CTest runs these tests as processes of their own, side by side, and one
-  // process's rename of its temporary file would otherwise race another's.
-  const std::string path = test::binary_dir() + "/tiny-" + std::to_string(getpid()) + ".bundle";
+  const std::string path = test::process_dir("bundle-test") + "/tiny.bundle";
   write_bundle(path, tiny_model(), BuildInfo{});
   std::vector<uint8_t> bytes;
   {

@@ -1,7 +1,6 @@
 // The `kiln` command line on good and bad input. Bad input must give exactly one line on stderr,
 // "kiln: error: ...", and a non-zero exit status: never a crash, never a wrong answer.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -24,13 +23,7 @@ namespace fs = std::filesystem;
 std::string kiln_bin() { return test::binary_dir() + "/bin/kiln"; }
 std::string transplant() { return test::data_path("checkpoints/efficientnet_b0.tfhub-transplant"); }
 
-// One folder per process: CTest runs the tests as processes of their own, side by side, and two
-// building the same bundle into one folder raced (one moved the other's temporary file away).
-std::string work_dir() {
-  const std::string d = test::binary_dir() + "/cli-test/" + std::to_string(getpid());
-  fs::create_directories(d);
-  return d;
-}
+std::string work_dir() { return test::process_dir("cli-test"); }
 
 // Builds the transplant checkpoint once for all tests.
 std::string good_bundle() {

@@ -6,8 +6,11 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "backends/engine.h"
 #include "core/error.h"
@@ -35,6 +38,15 @@ inline std::string data_path(const std::string& rel) { return data_dir() + "/" +
 
 inline std::string binary_dir() { return KILN_BINARY_DIR; }
 inline std::string source_dir() { return KILN_SOURCE_DIR; }
+
+// A work folder of this process under the build folder, created: binary_dir()/name/<pid>. CTest
+// runs tests as processes of their own, side by side, and two writing one file raced (one
+// renamed or rewrote what the other had open or mapped).
+inline std::string process_dir(const std::string& name) {
+  const std::string dir = binary_dir() + "/" + name + "/" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  return dir;
+}
 
 inline double max_abs_diff(const float* a, const float* b, size_t n) {
   double m = 0;

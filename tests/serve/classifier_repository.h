@@ -3,8 +3,6 @@
 // the sample images, and file reading.
 #pragma once
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -24,7 +22,7 @@ inline const std::vector<std::string> kImages = {"samples/cat.png", "samples/cof
 
 inline const std::string& root() {
   static std::string r = [] {
-    std::string dir = test::binary_dir() + "/serve-test/" + std::to_string(getpid());
+    std::string dir = test::process_dir("serve-test");
     std::filesystem::create_directories(dir + "/b0/1");
     BuildOptions o;
     o.batch_sizes = {1, 4};

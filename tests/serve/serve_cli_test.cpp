@@ -64,7 +64,7 @@ std::string curl(const std::string& args) {
 }
 
 TEST(ServeCli, CurlQueriesAndSigtermFinishesInFlightWork) {
-  std::string root = test::binary_dir() + "/serve-cli-test/" + std::to_string(getpid());
+  std::string root = test::process_dir("serve-cli-test");
   fs::create_directories(root + "/b0/1");
   BuildOptions o;
   o.batch_sizes = {1, 8};

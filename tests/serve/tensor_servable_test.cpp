@@ -3,9 +3,6 @@
 // for the stacked input; a request of another length runs in a batch of its own; requests of the
 // wrong datatype, rank or inputs are refused when admitted.
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <filesystem>
 
 #include "backends/engine.h"
 #include "bundle/bundle.h"
@@ -15,8 +12,6 @@
 
 namespace kiln::serve {
 namespace {
-
-namespace fs = std::filesystem;
 
 std::shared_ptr<InferRequest> ids_request(std::vector<int64_t> shape, std::vector<int64_t> ids) {
   auto r = std::make_shared<InferRequest>();
@@ -28,8 +23,7 @@ std::shared_ptr<InferRequest> ids_request(std::vector<int64_t> shape, std::vecto
 }
 
 TEST(TensorServable, StacksRequestsAndSplitsTheOutputsBack) {
-  const std::string dir = test::binary_dir() + "/serve-tensor-test/" + std::to_string(getpid());
-  fs::create_directories(dir);
+  const std::string dir = test::process_dir("serve-tensor-test");
   const ModelDefinition def = test::token_model();
   write_bundle(dir + "/tokens.bundle", def, BuildInfo{});
   std::vector<std::unique_ptr<Servable>> instances;

@@ -2,9 +2,6 @@
 // servable: requests merged into one batch get the texts kiln::TextGenerator gives for that batch;
 // invalid UTF-8 and bad generation settings are refused when admitted.
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <filesystem>
 
 #include "serve/batcher.h"
 #include "tests/test_support.h"
@@ -12,12 +9,9 @@
 namespace kiln::serve {
 namespace {
 
-namespace fs = std::filesystem;
-
 const std::string& text_bundle() {
   static std::string path = [] {
-    std::string dir = test::binary_dir() + "/serve-text-test/" + std::to_string(getpid());
-    fs::create_directories(dir);
+    const std::string dir = test::process_dir("serve-text-test");
     BuildResult r;
     Status s = build(test::data_path("checkpoints/marian-tiny-en-de"), dir + "/mt.bundle", BuildOptions{}, &r);
     EXPECT_TRUE(s.ok()) << s.message();

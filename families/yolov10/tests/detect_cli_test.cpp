@@ -3,8 +3,6 @@
 // line, never a crash).
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 
@@ -19,9 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string kiln_bin() { return test::binary_dir() + "/bin/kiln"; }
-// One folder per process: CTest runs these tests as processes of their own, side by side.
 std::string work() {
-  static const std::string dir = test::binary_dir() + "/yolov10-cli/" + std::to_string(getpid());
+  static const std::string dir = test::process_dir("yolov10-cli");
   return dir;
 }
 
@@ -92,7 +89,6 @@ std::vector<nlohmann::json> detect(const std::string& args, const std::vector<st
 }
 
 TEST(YoloCli, DetectsAndPrintsJson) {
-  fs::create_directories(work());
   const std::string val = test::data_path("data/coco-val2017-128/images/000000000139.jpg");
   const auto lines = detect(val + " --conf 0 --max-det 5 --imgsz 320", {{640, 426}});
   ASSERT_EQ(lines.size(), 1u);
@@ -111,7 +107,6 @@ TEST(YoloCli, DetectsAndPrintsJson) {
 }
 
 TEST(YoloCli, OddImagesGiveValidDetections) {
-  fs::create_directories(work());
   const std::string tiny = image("tiny.jpg", 1, 1), sliver = image("sliver.jpg", 10000, 50),
                     tall = image("tall.jpg", 7, 3000), gray = image("gray.jpg", 300, 200, true),
                     rgba = file("rgba.png", kRgbaPng);  // alpha dropped, as cv2.imread does
@@ -149,7 +144,6 @@ TEST(YoloCli, EvalBatchesAgreeWithOneImageAtATime) {
 }
 
 TEST(YoloCli, BadInputFailsCleanly) {
-  fs::create_directories(work());
   auto expect_error = [](const std::string& args, const std::string& needle) {
     std::string out;
     const int rc = test::run_command(kiln_bin() + " " + args, &out);

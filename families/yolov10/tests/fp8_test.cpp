@@ -5,8 +5,6 @@
 // (conf 0), not of trained detections; the FP8 study in the family README has the rest.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -19,10 +17,8 @@
 namespace kiln {
 namespace {
 
-// One folder per process: CTest runs these tests as processes of their own, side by side, and two
-// of them writing one shared checkpoint raced (one mapped the file while the other rewrote it).
 std::string work() {
-  static const std::string dir = test::binary_dir() + "/yolov10-fp8-test/" + std::to_string(getpid());
+  static const std::string dir = test::process_dir("yolov10-fp8-test");
   return dir;
 }
 

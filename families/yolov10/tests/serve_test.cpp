@@ -2,9 +2,7 @@
 // each image the detections kiln::Detector gives it, padded to the request's most, with the
 // request's conf and max_det; requests with other settings never share a batch.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 
 #include "families/yolov10/tests/deterministic_checkpoint.h"
@@ -16,10 +14,8 @@
 namespace kiln {
 namespace {
 
-namespace fs = std::filesystem;
-
 std::string work() {
-  static const std::string dir = test::binary_dir() + "/yolov10-serve/" + std::to_string(getpid());
+  static const std::string dir = test::process_dir("yolov10-serve");
   return dir;
 }
 
@@ -65,7 +61,6 @@ const T* as(const serve::InferTensor& t) {
 }
 
 TEST(Yolov10Serve, MergedRequestsDetectLikeTheDetector) {
-  fs::create_directories(work());
   const std::vector<std::string> images = {jpeg("a.jpg", 320, 240, 37), jpeg("b.jpg", 200, 260, 53),
                                            jpeg("c.jpg", 256, 256, 71)};
   std::vector<std::unique_ptr<serve::Servable>> instances;
@@ -118,7 +113,6 @@ TEST(Yolov10Serve, MergedRequestsDetectLikeTheDetector) {
 }
 
 TEST(Yolov10Serve, BadSettingsAndImagesAreRefusedWhenAdmitted) {
-  fs::create_directories(work());
   auto servable = serve::load_servable(bundle(), {"cpu", 100'000});
   const std::string image = jpeg("d.jpg", 320, 320, 13);  // 102400 pixels: over this servable's cap
   auto refusal = [&](const serve::InferRequest& r) {
