@@ -60,6 +60,14 @@ int OpCase::constant_values(const std::string& n, DType dtype, const Shape& shap
   return graph.add_constant(n, dtype, shape);
 }
 
+int OpCase::constant_stored_f16(const std::string& n, const Shape& shape, double scale) {
+  std::vector<float> v(static_cast<size_t>(numel(shape)));
+  std::normal_distribution<float> d(0.0f, static_cast<float>(scale));
+  for (auto& x : v) x = d(rng);
+  constants[n] = make_tensor(n, DType::F16, shape, v);
+  return graph.add_constant(n, DType::F32, shape);
+}
+
 void OpCase::output(int value, const std::string& n) {
   graph.add_output(n.empty() ? fmt::format("y{}", graph.outputs().size()) : n, value);
 }

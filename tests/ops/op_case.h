@@ -56,6 +56,9 @@ struct OpCase {
   // Adds a constant filled with seeded normal(0, scale) values (stored as f32, or i64 for integer dtypes).
   int constant(const std::string& name, DType dtype, const Shape& shape, double scale = 1.0);
   int constant_values(const std::string& name, DType dtype, const Shape& shape, const std::vector<float>& values);
+  // Adds an f32 constant stored as f16, as an fp16 bundle stores its weights (a kernel that
+  // reads the bytes in place sees halves), filled like constant().
+  int constant_stored_f16(const std::string& name, const Shape& shape, double scale = 1.0);
   void output(int value, const std::string& name = "");
 
   std::mt19937 rng;

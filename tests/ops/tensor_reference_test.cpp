@@ -1,6 +1,6 @@
 // The CPU reference kernels of concat, split, slice, pad, upsample_nearest, max_pool, argmax,
-// topk, where and the broadcasting binary ops against values worked out by hand,
-// and their shape checks' messages.
+// topk, where, the broadcasting binary ops and gather from a table stored as f16 against values
+// worked out by hand, and their shape checks' messages.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -355,6 +355,30 @@ TEST(TensorOps, Where) {
   EXPECT_EQ(
       op_error("where", {tensor("cond", DType::Bool, {2}, {1, 0}), f32("a", {3}, {1, 2, 3}), f32("b", {1}, {4})}, {}),
       "[where] where: shapes [2], [3] and [1] do not broadcast");
+}
+
+// An fp16 bundle stores an f32 embedding table as halves; gather reads the rows it needs from
+// where the table is stored (its engine makes no f32 copy) and widens them.
+TEST(TensorOps, GatherFromATableStoredAsHalves) {
+  const HostTensor table = tensor("table", DType::F16, {4, 3}, {0.1f, 1, 2, 3, 4, 5, 6, 7, 8, -9, 10, 65504});
+  Graph g;
+  const int t = g.add_constant("table", DType::F32, {4, 3});
+  const int ids = g.add_input("ids", DType::I64, fixed_shape({2, 2}));
+  g.add_output("y", g.add("gather", "embed", {t, ids}, {{"axis", int64_t{0}}, {"batch_dims", int64_t{0}}}));
+  for (const char* device : {"cpu", "cpu-reference"}) {
+    Engine e(
+        g,
+        [&](const std::string&) {
+          return ConstantView{table.dtype, table.shape, table.data};
+        },
+        EngineOptions{device});
+    const auto y = e.run({tensor("ids", DType::I64, {2, 2}, {3, 0, 0, 2})})[0];
+    ASSERT_EQ(y.dtype, DType::F32) << device;
+    ASSERT_EQ(y.shape, Shape({2, 2, 3})) << device;
+    const float tenth = 0.0999755859375f;  // 0.1 as a half
+    EXPECT_EQ(y.to_f32(), std::vector<float>({-9, 10, 65504, tenth, 1, 2, tenth, 1, 2, 6, 7, 8})) << device;
+    EXPECT_NE(test::error_message([&] { e.run({tensor("ids", DType::I64, {2, 2}, {4, 0, 0, 0})}); }), "") << device;
+  }
 }
 
 TEST(TensorOps, BinaryBroadcasting) {

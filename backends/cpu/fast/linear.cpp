@@ -1,6 +1,7 @@
 // linear and mlp on oneDNN matmuls (graph/ops/linear.h): x [..., K] as rows times the weights,
 // bias, activation and residual fused as post-ops; one primitive per row count. Up to 8 rows (a
-// decoder step) kiln's own matrix-vector loop (cpu/gemv.h) streams the weights as stored faster.
+// decoder step) kiln's own matrix-vector loop (cpu/gemv.h) streams the weights as stored faster
+// (f16 weights as f16).
 // More rows (beams, an encoder) take a copy of the weights reordered once into the blocked layout
 // oneDNN's matmul picks: on opus-mt-en-de's shapes up to 256 rows, on a Xeon at 2 and 16
 // threads, it was as fast as the matmul on the weights as stored or faster (up to 2x), and
@@ -48,7 +49,11 @@ class Dense {
     const Shape shape = resolve(w.shape, {});
     out_ = shape[0];
     in_ = shape[1];
-    weight_ = cpu::ConstantFloats(constants(w.name));
+    weight_view_ = constants(w.name);
+    if (weight_view_.dtype == DType::F16 && reinterpret_cast<uintptr_t>(weight_view_.bytes.data()) % 2 == 0)
+      half_ = reinterpret_cast<const uint16_t*>(weight_view_.bytes.data());
+    else
+      weight_ = cpu::ConstantFloats(weight_view_);
     if (n.input(bias_slot) >= 0) bias_ = cpu::ConstantFloats(constants(g.values()[n.inputs[bias_slot]].name));
     if (scale_slot >= 0 && n.input(scale_slot) >= 0) {  // FP8
       apply_channel_scales(weight_.owned(), constants(g.values()[n.inputs[scale_slot]].name).to_f32());
@@ -66,7 +71,10 @@ class Dense {
       x = rounded_.data();
     }
     if (rows <= cpu::kGemvMaxRows) {  // a decoder step: stream the weights once (cpu/gemv.h)
-      cpu::gemv_rows(x, weight_.data(), y, rows, in_, out_);
+      if (half_)
+        cpu::gemv_rows_f16(x, half_, y, rows, in_, out_);
+      else
+        cpu::gemv_rows(x, weight_.data(), y, rows, in_, out_);
       for (int64_t r = 0; r < rows; ++r) {
         float* row = y + r * out_;
         cpu::bias_activation_row(row, static_cast<int>(out_), bias_.empty() ? nullptr : bias_.data(), act_);
@@ -79,7 +87,7 @@ class Dense {
     dnnl::engine& engine = cpu::onednn_engine();
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memory(p.pd.src_desc(), engine, const_cast<float*>(x))},
-        {DNNL_ARG_WEIGHTS, p.packed ? *packed_ : memory(stored_md(), engine, const_cast<float*>(weight_.data()))},
+        {DNNL_ARG_WEIGHTS, p.packed ? *packed_ : memory(stored_md(), engine, const_cast<float*>(floats().data()))},
         {DNNL_ARG_DST, memory(p.pd.dst_desc(), engine, y)},
         {DNNL_ARG_SCRATCHPAD, cpu::onednn_scratchpad(p.pd.scratchpad_desc())},
     };
@@ -98,6 +106,13 @@ class Dense {
     bool packed = false;  // on packed_, else on the weights as stored
     int residual_post_op = -1;
   };
+
+  // The weights as f32 for oneDNN: half weights are widened when a batch of more than
+  // kGemvMaxRows rows first comes (a greedy decoder never makes the copy).
+  const cpu::ConstantFloats& floats() {
+    if (weight_.empty()) weight_ = cpu::ConstantFloats(weight_view_);
+    return weight_;
+  }
 
   // W^T as a [K, N] matrix: the stored [N, K] rows read column by column ("ba").
   memory::desc stored_md() const { return memory::desc({in_, out_}, dt::f32, Tag::ba); }
@@ -126,7 +141,7 @@ class Dense {
     };
     if (!layout_) {
       layout_ = make(memory::desc({in_, out_}, dt::f32, Tag::any)).weights_desc();
-      if (*layout_ != stored_md()) packed_ = cpu::onednn_reordered(stored_md(), weight_.data(), *layout_);
+      if (*layout_ != stored_md()) packed_ = cpu::onednn_reordered(stored_md(), floats().data(), *layout_);
     }
     if (packed_) {
       try {
@@ -137,6 +152,9 @@ class Dense {
       }
     }
     if (!p.packed) p.pd = make(stored_md());
+    // Half weights widened only to be packed are let go (floats() widens them again for a row
+    // count whose matmul takes them as stored).
+    if (half_ && p.packed) weight_ = cpu::ConstantFloats();
     p.matmul = dnnl::matmul(p.pd);
     return primitives_.emplace(key, std::move(p)).first->second;
   }
@@ -145,7 +163,9 @@ class Dense {
   int64_t in_ = 0, out_ = 0;
   float input_scale_ = 0;               // > 0: an FP8 layer
   std::vector<float> rounded_;          // its input on the E4M3 grid
-  cpu::ConstantFloats weight_, bias_;   // weight_: [N, K] as stored, for gemv_rows and as the source of packed_
+  ConstantView weight_view_;            // [N, K] as stored
+  const uint16_t* half_ = nullptr;      // its bytes where they are f16, for gemv_rows_f16
+  cpu::ConstantFloats weight_, bias_;   // weight_: as f32, for gemv_rows and as the source of packed_
   std::optional<memory::desc> layout_;  // what oneDNN picked for the first row count
   std::optional<memory> packed_;        // the weights in layout_, where that is not as stored
   std::map<std::pair<int64_t, bool>, Primitive> primitives_;

@@ -35,6 +35,20 @@ KILN_OP_CASES(linear) {
       c.output(c.graph.add("linear", "fc", {x, w, b}, {{"act", std::string("none")}}));
       cases.push_back(std::move(c));
     }
+  // Weights stored as f16 (an fp16 bundle's): on the CPU up to 8 rows read them as halves in the
+  // matrix-vector loop (K = 40: a half vector of 8 left over; 48: one vector after the pairs;
+  // 512: pairs only), more rows run oneDNN on the weights widened then; 70 outputs leave a
+  // partial block of columns.
+  for (const Shape& xs : {Shape{1, 40}, Shape{3, 48}, Shape{1, 1, 512}, Shape{8, 48}, Shape{12, 40}})
+    for (int n : {24, 70}) {
+      const int64_t k = xs.back();
+      OpCase c("linear", DType::F32, xs, fmt::format("n{}_stored_f16", n));
+      const int x = c.input("x", DType::F32, xs);
+      const int w = c.constant_stored_f16("w", {n, k}, 1.0 / std::sqrt(static_cast<double>(k)));
+      const int b = c.constant("b", DType::F32, {n}, 0.5);
+      c.output(c.graph.add("linear", "fc", {x, w, b}, {{"act", std::string("silu")}}));
+      cases.push_back(std::move(c));
+    }
   // FP8: E4M3 weights with per-output scales, the input rounded to E4M3 at a calibrated scale
   // (some inputs saturate); with and without a residual, a padded output count (20).
   for (const auto& [xs, n, residual] : {std::tuple{Shape{1, 64}, 24, true}, std::tuple{Shape{9, 64}, 20, false},
