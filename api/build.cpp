@@ -1,8 +1,8 @@
 // kiln::build: SOURCE -> checkpoint folder -> family (or importer) -> ModelDefinition -> .bundle.
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,6 +13,8 @@
 #include "checkpoints/checkpoint.h"
 #include "checkpoints/source.h"
 #include "core/error.h"
+#include "core/read_file.h"
+#include "core/utf8.h"
 #include "graph/family_registry.h"
 #include "kiln/kiln.h"
 #include "quantize/calibrate.h"
@@ -29,9 +31,9 @@ namespace {
 
 // Class names from a file: a JSON list, a JSON object {"0": "tench", ...}, or one per line.
 std::vector<std::string> read_labels(const std::string& path) {
-  std::ifstream in(path);
-  KILN_CHECK(in.good(), "[build] cannot read labels file {}", path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_file(path, kMaxSmallFileBytes);
+  const size_t bad = first_invalid_utf8(text);
+  KILN_CHECK(bad == std::string::npos, "[build] labels file {}: byte {} is not UTF-8", path, bad);
   std::vector<std::string> labels;
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_discarded() && j.is_array()) {
@@ -85,7 +87,13 @@ ModelDefinition define_model(const std::string& dir) {
     const Family* family = registry.find_family(arch);
     KILN_CHECK(family, "[build] {}: unknown architecture '{}' (kiln builds: {})", dir, arch,
                fmt::join(registry.architectures(), ", "));
-    return family->build(ckpt);
+    try {
+      return family->build(ckpt);
+    } catch (const nlohmann::json::exception& e) {  // a config value of the wrong type
+      std::string what = e.what();
+      if (what.starts_with("[json.exception.")) what.erase(0, what.find("] ") + 2);
+      fail("[build] {}/config.json: {}", dir, what);
+    }
   }
   const Importer* importer = registry.find_importer(dir);
   KILN_CHECK(importer, "[build] {}: not a Hugging Face checkpoint (no config.json) nor a model format kiln imports",

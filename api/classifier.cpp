@@ -38,6 +38,8 @@ const std::vector<std::string>& Classifier::labels() const { return impl_->model
 
 namespace {
 
+constexpr int kMaxSide = 16384;  // pixels a side of an image to classify
+
 Classification to_result(const float* logits, int classes, int k, const std::vector<std::string>& labels) {
   Classification c;
   c.logits.assign(logits, logits + classes);
@@ -59,8 +61,8 @@ Status Classifier::classify_images(const std::vector<ImageView>& images, int top
       std::vector<Image> decoded;
       for (size_t i = start; i < std::min(images.size(), start + chunk); ++i) {
         const auto& v = images[i];
-        KILN_CHECK(v.rgb && v.width > 0 && v.height > 0 && v.width <= 16384 && v.height <= 16384,
-                   "[classify] image {} is empty or too large", i);
+        KILN_CHECK(v.rgb && v.width > 0 && v.height > 0 && v.width <= kMaxSide && v.height <= kMaxSide,
+                   "[classify] image {} is {}x{}: each side must be 1 to {} pixels", i, v.width, v.height, kMaxSide);
         decoded.push_back(
             {v.width, v.height, std::vector<uint8_t>(v.rgb, v.rgb + static_cast<size_t>(v.width) * v.height * 3)});
       }
@@ -79,7 +81,12 @@ Status Classifier::classify_images(const std::vector<ImageView>& images, int top
 Status Classifier::classify_files(const std::vector<std::string>& paths, int top_k, std::vector<Classification>* out) {
   try {
     std::vector<Image> images;
-    for (const auto& p : paths) images.push_back(load_image(p));
+    for (const auto& p : paths) {
+      images.push_back(load_image(p));
+      KILN_CHECK(images.back().width <= kMaxSide && images.back().height <= kMaxSide,
+                 "[classify] {} is {}x{}: each side must be 1 to {} pixels", p, images.back().width,
+                 images.back().height, kMaxSide);
+    }
     std::vector<ImageView> views;
     for (const auto& i : images) views.push_back({i.width, i.height, i.rgb.data()});
     return classify_images(views, top_k, out);

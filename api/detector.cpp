@@ -39,6 +39,7 @@ namespace {
 
 // Images go through the engine in chunks no larger than this, so that memory stays bounded.
 constexpr size_t kChunk = 32;
+constexpr int kMaxSide = 65536;  // pixels a side of an image to detect objects in
 
 }  // namespace
 
@@ -52,8 +53,8 @@ Status Detector::detect_images(const std::vector<ImageView>& images, const Detec
       std::vector<Image> copies;
       for (size_t i = start; i < std::min(images.size(), start + kChunk); ++i) {
         const auto& v = images[i];
-        KILN_CHECK(v.rgb && v.width > 0 && v.height > 0 && v.width <= 65536 && v.height <= 65536,
-                   "[detect] image {} is empty or too large", i);
+        KILN_CHECK(v.rgb && v.width > 0 && v.height > 0 && v.width <= kMaxSide && v.height <= kMaxSide,
+                   "[detect] image {} is {}x{}: each side must be 1 to {} pixels", i, v.width, v.height, kMaxSide);
         copies.push_back(
             {v.width, v.height, std::vector<uint8_t>(v.rgb, v.rgb + static_cast<size_t>(v.width) * v.height * 3)});
       }
@@ -78,8 +79,12 @@ Status Detector::detect_files(const std::vector<std::string>& paths, const Detec
     for (size_t start = 0; start < paths.size(); start += kChunk) {
       std::vector<Image> decoded;
       std::vector<ImageView> views;
-      for (size_t i = start; i < std::min(paths.size(), start + kChunk); ++i)
+      for (size_t i = start; i < std::min(paths.size(), start + kChunk); ++i) {
         decoded.push_back(load_image(paths[i], /*exif_orientation=*/true));
+        KILN_CHECK(decoded.back().width <= kMaxSide && decoded.back().height <= kMaxSide,
+                   "[detect] {} is {}x{}: each side must be 1 to {} pixels", paths[i], decoded.back().width,
+                   decoded.back().height, kMaxSide);
+      }
       for (const auto& d : decoded) views.push_back({d.width, d.height, d.rgb.data()});
       std::vector<std::vector<DetectedObject>> part;
       Status s = detect_images(views, options, &part);

@@ -109,7 +109,12 @@ uint64_t write_bundle(const std::string& path, const ModelDefinition& def, const
                  sha256_hex({reinterpret_cast<const uint8_t*>(manifest_text.data()), manifest_text.size()}));
   put_hex_digest(header, bundle::kOffDataChecksum, bundle::data_checksum_hex(bundle::kFormatVersion, data));
 
-  std::string tmp = path + ".tmp";
+  KILN_CHECK(!std::filesystem::is_directory(path), "[bundle] {} is a folder: name the bundle's file ({}/model.bundle)",
+             path, path);
+  // Written beside the bundle and renamed over it, so a reader never sees half a bundle; a
+  // failure removes the temporary file.
+  const std::string tmp = path + ".tmp";
+  std::string error;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     KILN_CHECK(out.good(), "[bundle] cannot write {}", tmp);
@@ -118,11 +123,18 @@ uint64_t write_bundle(const std::string& path, const ModelDefinition& def, const
     std::vector<char> pad(data_offset - manifest_offset - manifest_text.size(), 0);
     out.write(pad.data(), pad.size());
     out.write(reinterpret_cast<const char*>(data.data()), data.size());
-    KILN_CHECK(out.good(), "[bundle] write to {} failed", tmp);
+    out.close();
+    if (!out.good()) error = fmt::format("[bundle] write to {} failed", tmp);
   }
   std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  KILN_CHECK(!ec, "[bundle] cannot move {} to {}: {}", tmp, path, ec.message());
+  if (error.empty()) {
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) error = fmt::format("[bundle] cannot move {} to {}: {}", tmp, path, ec.message());
+  }
+  if (!error.empty()) {
+    std::filesystem::remove(tmp, ec);
+    fail("{}", error);
+  }
   return data_offset + data.size();
 }
 

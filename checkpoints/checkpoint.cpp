@@ -1,11 +1,11 @@
 #include "checkpoints/checkpoint.h"
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "checkpoints/torch_pickle.h"
 #include "core/error.h"
+#include "core/read_file.h"
 
 namespace kiln {
 
@@ -61,9 +61,14 @@ std::vector<std::string> shards(const std::string& dir, const char* single, cons
 }  // namespace
 
 std::string config_architecture(const nlohmann::json& cfg) {
+  KILN_CHECK(!cfg.contains("architecture") || cfg["architecture"].is_string(),
+             "[checkpoint] config.json: 'architecture' is not a name");
+  KILN_CHECK(!cfg.contains("architectures") || (cfg["architectures"].is_array() &&
+                                                std::all_of(cfg["architectures"].begin(), cfg["architectures"].end(),
+                                                            [](const nlohmann::json& a) { return a.is_string(); })),
+             "[checkpoint] config.json: 'architectures' is not a list of names");
   std::string arch = cfg.value("architecture", std::string());
-  if (arch.empty() && cfg.contains("architectures") && cfg["architectures"].is_array() &&
-      !cfg["architectures"].empty() && cfg["architectures"][0].is_string())
+  if (arch.empty() && cfg.contains("architectures") && !cfg["architectures"].empty())
     arch = cfg["architectures"][0].get<std::string>();
   if (arch.empty() && cfg.contains("model") && cfg["model"].is_string()) {
     arch = cfg["model"].get<std::string>();
@@ -73,11 +78,7 @@ std::string config_architecture(const nlohmann::json& cfg) {
 }
 
 nlohmann::json read_json_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  KILN_CHECK(in.good(), "[{}] cannot read {}", what, path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
+  nlohmann::json j = nlohmann::json::parse(read_file(path, kMaxSmallFileBytes), nullptr, false);
   KILN_CHECK(!j.is_discarded(), "[{}] {} is not valid JSON", what, path);
   return j;
 }

@@ -19,9 +19,9 @@ Command add_classify(CLI::App& app) {
   cmd->add_option("bundle", args->bundle, "Bundle file")->required();
   cmd->add_option("images", args->images, "Image files")->required();
   cmd->add_option("--top", args->top, "How many classes to show")->check(CLI::Range(1, 1000000));
-  cmd->add_flag("--json", args->json, "One JSON object per image on stdout");
+  auto* json = cmd->add_flag("--json", args->json, "One JSON object per image on stdout");
   add_device_option(cmd, args->device);
-  cmd->add_flag("--logits", args->logits, "With --json: include every class's logit");
+  cmd->add_flag("--logits", args->logits, "With --json: include every class's logit")->needs(json);
   return [args] {
     std::unique_ptr<Classifier> model;
     Status s = Classifier::load(args->bundle, &model, args->device);

@@ -142,7 +142,8 @@ Command add_eval(CLI::App& app) {
   cmd->add_flag("--profile", text->profile, "Text: also print the timed run's time per graph (stderr with --json)");
   cmd->add_option("--min-new-tokens", text->min_new_tokens, "Text: no end of sequence before this many tokens")
       ->check(CLI::Range(0, 1 << 16));
-  cmd->add_option("--limit", o->limit, "Evaluate only the first N images");
+  cmd->add_option("--limit", o->limit, "Evaluate only the first N images")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 40));
   cmd->add_option("--reference", o->reference,
                   "cpu or cpu-reference (this bundle on the CPU's fast or reference kernels), another .bundle (run on "
                   "the CPU), or logits saved by --save-logits");

@@ -4,10 +4,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "core/progress.h"
+#include "core/read_file.h"
 #include "kiln/kiln.h"
 #include "tasks/text/tokenizer.h"
 
@@ -54,8 +55,7 @@ std::unique_ptr<TextGenerator> load(const GenerateArgs& a) {
 }  // namespace
 
 std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in.good()) throw std::runtime_error(fmt::format("[generate] cannot read {}", path));
+  std::istringstream in(read_file(path, kMaxTextFileBytes));
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();

@@ -18,7 +18,8 @@ Command add_study(CLI::App& app) {
   cmd->add_option("--data", o->data, "Held-out images (never the calibration set)")->required();
   cmd->add_option("--calib", o->calib, "Calibration images for FP8 recipes");
   cmd->add_option("--calib-samples", o->calib_samples, "How many calibration images")->check(CLI::Range(1, 1000000));
-  cmd->add_option("--limit", o->limit, "Evaluate only the first N held-out images");
+  cmd->add_option("--limit", o->limit, "Evaluate only the first N held-out images")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 40));
   cmd->add_option("--batch", *batches, "Batch sizes to time");
   cmd->add_option("--iters", o->iters, "Timed samples per batch size on a GPU")->check(CLI::Range(1, 100000));
   cmd->add_option("--device", o->device, "cpu, cuda, or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));

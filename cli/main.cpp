@@ -1,9 +1,34 @@
 // kiln: build checkpoints into bundles and run them. Every failure is one line on stderr,
 // "kiln: error: [component] ...", and exit status 1 (2 for bad command-line usage).
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
+
+namespace {
+
+// One line, whatever the message holds: control characters (a newline in a file name or in a
+// label read from a file) are written as escapes.
+void print_error(const std::string& message) {
+  std::string line;
+  for (unsigned char c : message) {
+    if (c == '\n')
+      line += "\\n";
+    else if (c < 0x20 || c == 0x7f)
+      line += fmt::format("\\x{:02x}", c);
+    else
+      line += static_cast<char>(c);
+  }
+  std::fprintf(stderr, "kiln: error: %s\n", line.c_str());
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kiln: build Hugging Face / timm checkpoints into self-contained bundles and run them"};
@@ -27,7 +52,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::string what = e.what();
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    if (argc > 1 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end())
+      what = fmt::format("unknown command '{}' (commands: {})", argv[1], fmt::join(names, ", "));
+    print_error(what + " (kiln --help says how to use it)");
+    return 2;
   }
   if (threads > 0) kiln::set_cpu_threads(threads);
   for (auto& [sub, run] : commands)
@@ -35,7 +67,7 @@ int main(int argc, char** argv) {
       try {
         return run();
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "kiln: error: %s\n", e.what());
+        print_error(e.what());
         return 1;
       }
     }

@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/read_file.h"
 #include "datasets/webdataset.h"
 
 namespace kiln {
@@ -24,9 +23,8 @@ bool is_image_ext(const std::string& ext) {
 }
 
 std::vector<uint8_t> read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  KILN_CHECK(in.good(), "[dataset] cannot open {}", path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string file = read_file(path, kMaxSmallFileBytes);
+  return {file.begin(), file.end()};
 }
 
 int parse_label(const std::string& text, const std::string& where) {

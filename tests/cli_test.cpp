@@ -1,5 +1,6 @@
 // The `kiln` command line on good and bad input. Bad input must give exactly one line on stderr,
 // "kiln: error: ...", and a non-zero exit status: never a crash, never a wrong answer.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -152,7 +153,79 @@ TEST(Cli, BadCheckpoints) {
   fs::create_directories(base + "empty");
   expect_clean_failure("build " + base + "empty -o " + base + "x.bundle", "not a Hugging Face checkpoint");
   expect_clean_failure("build ./no/such/place -o " + base + "x.bundle", "no such folder");
+  // Config values of the wrong type.
+  fs::create_directories(base + "arch-number");
+  config = nlohmann::json::parse(read_bytes(transplant() + "/config.json"));
+  config["architecture"] = 5;
+  write_bytes(base + "arch-number/config.json", config.dump());
+  fs::copy_file(transplant() + "/model.safetensors", base + "arch-number/model.safetensors",
+                fs::copy_options::overwrite_existing);
+  expect_clean_failure("build " + base + "arch-number -o " + base + "x.bundle", "'architecture' is not a name");
+  config.erase("architecture");
+  config["architectures"] = "efficientnet_b0";
+  write_bytes(base + "arch-number/config.json", config.dump());
+  expect_clean_failure("build " + base + "arch-number -o " + base + "x.bundle",
+                       "'architectures' is not a list of names");
   EXPECT_FALSE(fs::exists(base + "x.bundle"));
+  // A labels file that is not UTF-8 (it would go into the bundle's JSON manifest), and a folder.
+  write_bytes(base + "labels.txt", "tench\ngold\xff fish\n");
+  expect_clean_failure("build " + transplant() + " -o " + base + "x.bundle --no-plan --labels " + base + "labels.txt",
+                       "byte 10 is not UTF-8");
+  expect_clean_failure("build " + transplant() + " -o " + base + "x.bundle --no-plan --labels " + work_dir(),
+                       "is not a regular file");
+  // An existing folder as the output: refused before anything is written.
+  expect_clean_failure("build " + transplant() + " -o " + work_dir() + " --no-plan", "is a folder");
+  EXPECT_FALSE(fs::exists(work_dir() + ".tmp"));
+}
+
+// Command-line mistakes: one line each, exit status 2.
+TEST(Cli, UsageErrorsAreOneLine) {
+  for (const std::string& args :
+       {std::string("frobnicate"), "classify " + good_bundle() + " --top 0 x.jpg",
+        "classify --no-such-flag " + good_bundle() + " x.jpg", std::string(""),
+        "classify " + good_bundle() + " --logits x.jpg", "eval " + good_bundle() + " --data x --limit -1"}) {
+    std::string out;
+    EXPECT_EQ(test::run_command(kiln_bin() + " " + args, &out), 2) << args << ": " << out;
+    EXPECT_EQ(out.rfind("kiln: error: ", 0), 0u) << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  }
+  std::string out;
+  test::run_command(kiln_bin() + " frobnicate", &out);
+  EXPECT_NE(out.find("unknown command 'frobnicate'"), std::string::npos) << out;
+  EXPECT_EQ(test::run_command(kiln_bin() + " --help", &out), 0);
+  EXPECT_NE(out.find("Subcommands:"), std::string::npos) << out;
+}
+
+// OMP_NUM_THREADS beyond what kiln runs: refused (libgomp crashed creating 100000 threads).
+TEST(Cli, TooManyThreadsAreRefused) {
+  const std::string classify =
+      kiln_bin() + " classify " + good_bundle() + " " + test::source_dir() + "/samples/cat.png";
+  std::string out;
+  for (const char* n : {"100000", "99999999999"}) {
+    const int rc = test::run_command(std::string("OMP_NUM_THREADS=") + n + " " + classify, &out);
+    EXPECT_EQ(rc, 1) << out;
+    EXPECT_EQ(out,
+              fmt::format("kiln: error: [cpu] OMP_NUM_THREADS={} is more threads than kiln runs (1 to 4096)\n", n));
+  }
+  EXPECT_EQ(test::run_command("OMP_NUM_THREADS=2,1 " + classify, &out), 0) << out;
+}
+
+// A label past the model's classes is a mistake in the data, not a wrong answer to count.
+TEST(Cli, EvalRefusesClassesTheModelDoesNotHave) {
+  const std::string dir = work_dir() + "/labels-out-of-range";
+  fs::create_directories(dir);
+  fs::copy_file(test::source_dir() + "/samples/cat.png", dir + "/cat.png", fs::copy_options::overwrite_existing);
+  write_bytes(dir + "/labels.tsv", "cat.png\t1000\n");
+  expect_clean_failure("eval " + good_bundle() + " --data " + dir, "class 1000 is not one of the model's 1000 classes");
+  write_bytes(dir + "/labels.tsv", "cat.png\t999\n");
+  std::string out;
+  EXPECT_EQ(test::run_command(kiln_bin() + " eval " + good_bundle() + " --data " + dir, &out), 0) << out;
+}
+
+// Files that are not files: a folder or a device as an image or a text input.
+TEST(Cli, FoldersAndDevicesAreNotFiles) {
+  expect_clean_failure("classify " + good_bundle() + " " + work_dir(), "is not a regular file");
+  expect_clean_failure("classify " + good_bundle() + " /dev/zero", "/dev/zero is not a regular file");
 }
 
 TEST(Cli, BadImages) {

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <string>
@@ -87,8 +89,14 @@ int cgroup_cpu_limit() {
 
 int default_threads() {
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {
-    const int n = std::atoi(env);  // "4" or "4,2" (nested levels): the first level
-    if (n >= 1) return n;
+    // "4" or "4,2" (nested levels): the first level. Not a number: the default below, as OpenMP
+    // ignores it too; more threads than kiln takes with --threads is refused, not attempted.
+    long n = 0;
+    const char* end = env + std::strlen(env);
+    const auto [rest, ec] = std::from_chars(env, end, n);
+    if (ec == std::errc::result_out_of_range || (ec == std::errc() && n > 4096))
+      fail("[cpu] OMP_NUM_THREADS={} is more threads than kiln runs (1 to 4096)", env);
+    if (ec == std::errc() && n >= 1 && (rest == end || *rest == ',')) return static_cast<int>(n);
   }
   int n = physical_cores();
   if (const int limit = cgroup_cpu_limit(); limit > 0) n = std::min(n, limit);

@@ -5,10 +5,11 @@
 // byte-level BPE (vocab.json + merges.txt).
 #include <cmath>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 
 #include "checkpoints/seq2seq_checkpoint.h"
 #include "core/error.h"
+#include "core/read_file.h"
 #include "graph/encoder_decoder.h"
 #include "graph/family_registry.h"
 
@@ -31,8 +32,7 @@ NamedTensor positions(Checkpoint& ckpt, const std::string& side, const EncoderDe
 }
 
 std::vector<std::string> merges(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  KILN_CHECK(in.good(), "[bart] cannot read {}", path.string());
+  std::istringstream in(read_file(path.string(), kMaxSmallFileBytes));
   std::vector<std::string> out;
   for (std::string line; std::getline(in, line);) out.push_back(line);
   return out;

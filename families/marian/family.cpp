@@ -5,12 +5,11 @@
 // tokenizer is a SentencePiece model per language plus a joint vocab.json.
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "checkpoints/seq2seq_checkpoint.h"
 #include "core/base64.h"
 #include "core/error.h"
+#include "core/read_file.h"
 #include "graph/encoder_decoder.h"
 #include "graph/family_registry.h"
 
@@ -19,14 +18,6 @@ namespace kiln::marian {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  KILN_CHECK(in.good(), "[marian] cannot read {}", path.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // MarianSinusoidalPositionalEmbedding: row p holds sin(p / 10000^(2j/d)) in column j and
 // cos of the same angle in column d/2 + j (computed in double, stored as float, as there).
@@ -61,8 +52,8 @@ nlohmann::json tokenizer_config(const fs::path& dir, const nlohmann::json& vocab
     return vocab[token].get<int64_t>();
   };
   return {{"type", "sentencepiece"},
-          {"source_model", base64_encode(read_file(dir / "source.spm"))},
-          {"target_model", base64_encode(read_file(dir / "target.spm"))},
+          {"source_model", base64_encode(read_file((dir / "source.spm").string(), kMaxSmallFileBytes))},
+          {"target_model", base64_encode(read_file((dir / "target.spm").string(), kMaxSmallFileBytes))},
           {"vocab", vocab},
           {"eos", id("</s>")},
           {"unk", id("<unk>")},

@@ -21,7 +21,8 @@ namespace {
 
 struct Batch {
   std::vector<float> input;
-  std::vector<int> labels;
+  std::vector<int> labels;        // -1: none
+  std::vector<std::string> keys;  // where each image came from
   int size = 0;
 };
 
@@ -90,7 +91,10 @@ class Loader {
           }
         }
         for (const auto& e : errors) KILN_CHECK(e.empty(), "{}", e);
-        for (const auto& it : items) b.labels.push_back(it.label);
+        for (const auto& it : items) {
+          b.labels.push_back(it.label);
+          b.keys.push_back(it.key);
+        }
         std::unique_lock<std::mutex> l(mu_);
         cv_.wait(l, [&] { return ready_.size() < 2 || stop_; });
         if (stop_) return;
@@ -209,6 +213,8 @@ EvalReport evaluate(const std::string& bundle_path, const EvalOptions& o) {
       for (int c = 0; c < classes; ++c) finite &= std::isfinite(l[c]);
       r.nonfinite += !finite;
       const int label = b.labels[i];
+      KILN_CHECK(label < classes, "[eval] {}: class {} is not one of the model's {} classes", b.keys[i], label,
+                 classes);
       if (label >= 0) {
         ++r.labelled;
         top1 += argmax(l, classes) == label;

@@ -8,11 +8,10 @@
 
 #include <csetjmp>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "core/read_file.h"
 #include "tasks/image/exif.h"
 #include "tasks/image/image.h"
 
@@ -161,10 +160,8 @@ Image decode_image(std::span<const uint8_t> b, const std::string& name, bool exi
 }
 
 Image load_image(const std::string& path, bool exif_orientation) {
-  std::ifstream in(path, std::ios::binary);
-  KILN_CHECK(in.good(), "[image] cannot open {}", path);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return decode_image(bytes, path, exif_orientation);
+  const std::string file = read_file(path, kMaxSmallFileBytes);
+  return decode_image(std::vector<uint8_t>(file.begin(), file.end()), path, exif_orientation);
 }
 
 }  // namespace kiln

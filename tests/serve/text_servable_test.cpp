@@ -70,6 +70,9 @@ TEST(TextServable, RefusesInvalidUtf8AndSettingsWhenAdmitted) {
   };
   EXPECT_EQ(refusal(*texts({"fine", "bad \xff byte"})), "text 1 is not valid UTF-8");
   EXPECT_EQ(refusal(*texts({"x"}, {{"num_beams", 1.5}})), "parameter 'num_beams' must be an integer from 1 to 16");
+  EXPECT_EQ(refusal(*texts({"x"}, {{"num_beams", 0}})), "parameter 'num_beams' must be an integer from 1 to 16");
+  EXPECT_EQ(refusal(*texts({"x"}, {{"max_new_tokens", 0}})),
+            "parameter 'max_new_tokens' must be an integer from 1 to 4096");
   EXPECT_EQ(refusal(*texts({"x"}, {{"max_new_tokens", "9"}})), "parameter 'max_new_tokens' must be a number");
   EXPECT_EQ(refusal(*texts({"x"})), "admitted");
 }

@@ -102,6 +102,17 @@ std::string variant(const std::string& name, const std::string& file, const std:
   return dir.string();
 }
 
+TEST(MarianCli, ContradictoryLengthsAndAFolderAsInputAreRefused) {
+  const std::string bundle = seq2seq_bundle("marian-tiny-en-de");
+  std::string out;
+  EXPECT_EQ(run_command(kiln_bin() + " translate " + bundle + " --min-new-tokens 5 --max-new-tokens 2 Hello.", &out),
+            1);
+  EXPECT_EQ(out, "kiln: error: [generate] min_new_tokens (5) is more than max_new_tokens (2)\n");
+  const std::string folder = fs::temp_directory_path().string();
+  EXPECT_EQ(run_command(kiln_bin() + " translate " + bundle + " --input " + folder, &out), 1);
+  EXPECT_EQ(out, "kiln: error: [file] " + folder + " is not a regular file\n");
+}
+
 TEST(MarianCli, UnsupportedConfigsAndGenerationSettingsAreNamed) {
   std::ifstream in(data_path("checkpoints/marian-tiny-en-de/config.json"));
   nlohmann::json config = nlohmann::json::parse(in);
