@@ -33,7 +33,9 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void columns(const 
 
 // The half-weight columns. GCC does not vectorise a half-to-float conversion in a reduction
 // loop, so the x86 versions convert 16 (AVX-512) or 8 (F16C) weights per instruction by hand,
-// with two accumulators so that consecutive multiply-adds do not wait on each other.
+// with two accumulators so that consecutive multiply-adds do not wait on each other. One column
+// at a time, so the weights stream in address order: four columns at once (sharing the loads of
+// x) made an opus-mt-en-de decoder step take 4.6 ms instead of 2.5 on 2 Zen 4 cores.
 float dot_f16_tail(const float* x, const uint16_t* w, int64_t begin, int64_t in, float s) {
   for (int64_t k = begin; k < in; ++k) s += x[k] * half_to_float(w[k]);
   return s;
