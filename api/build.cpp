@@ -114,6 +114,7 @@ Status build(const std::string& source, const std::string& output_path, const Bu
     KILN_CHECK(options.precision != "fp8" || !options.calib.empty(),
                "[build] --precision fp8 needs calibration data: --calib SRC (images, or a text file for text models)");
     KILN_CHECK(!options.batch_sizes.empty(), "[build] no batch sizes given");
+    check_bundle_path(output_path);
     for (int b : options.batch_sizes)
       KILN_CHECK(b >= 1 && b <= bundle::kMaxBatchSize, "[build] batch size {} is out of range", b);
     ResolvedSource src = resolve_source(source, options.revision);

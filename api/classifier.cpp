@@ -40,6 +40,11 @@ namespace {
 
 constexpr int kMaxSide = 16384;  // pixels a side of an image to classify
 
+void check_sides(int width, int height, const std::string& what) {
+  KILN_CHECK(width > 0 && height > 0 && width <= kMaxSide && height <= kMaxSide,
+             "[classify] {} is {}x{}: each side must be 1 to {} pixels", what, width, height, kMaxSide);
+}
+
 Classification to_result(const float* logits, int classes, int k, const std::vector<std::string>& labels) {
   Classification c;
   c.logits.assign(logits, logits + classes);
@@ -61,8 +66,8 @@ Status Classifier::classify_images(const std::vector<ImageView>& images, int top
       std::vector<Image> decoded;
       for (size_t i = start; i < std::min(images.size(), start + chunk); ++i) {
         const auto& v = images[i];
-        KILN_CHECK(v.rgb && v.width > 0 && v.height > 0 && v.width <= kMaxSide && v.height <= kMaxSide,
-                   "[classify] image {} is {}x{}: each side must be 1 to {} pixels", i, v.width, v.height, kMaxSide);
+        KILN_CHECK(v.rgb, "[classify] image {} has no pixels", i);
+        check_sides(v.width, v.height, fmt::format("image {}", i));
         decoded.push_back(
             {v.width, v.height, std::vector<uint8_t>(v.rgb, v.rgb + static_cast<size_t>(v.width) * v.height * 3)});
       }
@@ -83,9 +88,7 @@ Status Classifier::classify_files(const std::vector<std::string>& paths, int top
     std::vector<Image> images;
     for (const auto& p : paths) {
       images.push_back(load_image(p));
-      KILN_CHECK(images.back().width <= kMaxSide && images.back().height <= kMaxSide,
-                 "[classify] {} is {}x{}: each side must be 1 to {} pixels", p, images.back().width,
-                 images.back().height, kMaxSide);
+      check_sides(images.back().width, images.back().height, p);
     }
     std::vector<ImageView> views;
     for (const auto& i : images) views.push_back({i.width, i.height, i.rgb.data()});

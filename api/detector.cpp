@@ -41,6 +41,11 @@ namespace {
 constexpr size_t kChunk = 32;
 constexpr int kMaxSide = 65536;  // pixels a side of an image to detect objects in
 
+void check_sides(int width, int height, const std::string& what) {
+  KILN_CHECK(width > 0 && height > 0 && width <= kMaxSide && height <= kMaxSide,
+             "[detect] {} is {}x{}: each side must be 1 to {} pixels", what, width, height, kMaxSide);
+}
+
 }  // namespace
 
 Status Detector::detect_images(const std::vector<ImageView>& images, const DetectionOptions& options,
@@ -53,8 +58,8 @@ Status Detector::detect_images(const std::vector<ImageView>& images, const Detec
       std::vector<Image> copies;
       for (size_t i = start; i < std::min(images.size(), start + kChunk); ++i) {
         const auto& v = images[i];
-        KILN_CHECK(v.rgb && v.width > 0 && v.height > 0 && v.width <= kMaxSide && v.height <= kMaxSide,
-                   "[detect] image {} is {}x{}: each side must be 1 to {} pixels", i, v.width, v.height, kMaxSide);
+        KILN_CHECK(v.rgb, "[detect] image {} has no pixels", i);
+        check_sides(v.width, v.height, fmt::format("image {}", i));
         copies.push_back(
             {v.width, v.height, std::vector<uint8_t>(v.rgb, v.rgb + static_cast<size_t>(v.width) * v.height * 3)});
       }
@@ -81,9 +86,7 @@ Status Detector::detect_files(const std::vector<std::string>& paths, const Detec
       std::vector<ImageView> views;
       for (size_t i = start; i < std::min(paths.size(), start + kChunk); ++i) {
         decoded.push_back(load_image(paths[i], /*exif_orientation=*/true));
-        KILN_CHECK(decoded.back().width <= kMaxSide && decoded.back().height <= kMaxSide,
-                   "[detect] {} is {}x{}: each side must be 1 to {} pixels", paths[i], decoded.back().width,
-                   decoded.back().height, kMaxSide);
+        check_sides(decoded.back().width, decoded.back().height, paths[i]);
       }
       for (const auto& d : decoded) views.push_back({d.width, d.height, d.rgb.data()});
       std::vector<std::vector<DetectedObject>> part;

@@ -33,9 +33,10 @@ struct TextGenerator::Impl {
     if (o.length_penalty) g.length_penalty = *o.length_penalty;
     if (o.repetition_penalty) g.repetition_penalty = *o.repetition_penalty;
     KILN_CHECK(g.max_new_tokens < 0 || g.max_new_tokens >= 1, "[generate] max_new_tokens must be at least 1");
-    KILN_CHECK(!o.min_new_tokens || !o.max_new_tokens || *o.min_new_tokens <= *o.max_new_tokens,
-               "[generate] min_new_tokens ({}) is more than max_new_tokens ({})", o.min_new_tokens.value_or(0),
-               o.max_new_tokens.value_or(0));
+    // Asked for, a contradiction is refused; the bundle's own settings alone are taken as they are.
+    KILN_CHECK(!(o.min_new_tokens || o.max_new_tokens) || g.min_new_tokens < 0 || g.max_new_tokens < 0 ||
+                   g.min_new_tokens <= g.max_new_tokens,
+               "[generate] min_new_tokens ({}) is more than max_new_tokens ({})", g.min_new_tokens, g.max_new_tokens);
     KILN_CHECK(g.repetition_penalty > 0, "[generate] repetition_penalty must be positive");
     return g;
   }

@@ -44,8 +44,9 @@ class Kernel {
   virtual bool variant_runs(const KernelArgs& args, int variant) const { return true; }
   virtual int default_variant(const KernelArgs& args) const { return 0; }
   virtual size_t workspace_bytes(const KernelArgs& args, int variant) const { return 0; }
-  // Input slots whose constant the kernel copied into its own memory when it was made; the
-  // engine does not place those constants on the device.
+  // Input slots whose constant the kernel takes from the lookup itself when it is made (copied
+  // into its own memory, or read where the lookup holds it); the engine does not place those
+  // constants on the device.
   virtual bool packs_input(int slot) const { return false; }
   // Output slots the kernel accumulates into: the engine zeroes them before every run.
   virtual bool zeroed_output(int slot) const { return false; }

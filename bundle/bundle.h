@@ -34,6 +34,9 @@ struct BuildInfo {
 
 // Writes `def` to `path` atomically (temp file + rename). Returns the bytes written.
 uint64_t write_bundle(const std::string& path, const ModelDefinition& def, const BuildInfo& info);
+// Fails unless a bundle can be written to `path` (a folder there cannot be replaced): for a
+// build to say so before its work, not after.
+void check_bundle_path(const std::string& path);
 
 class Bundle {
  public:

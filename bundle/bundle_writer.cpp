@@ -50,6 +50,11 @@ DType storage_type(const ModelDefinition& def, const std::string& name, const Te
 
 }  // namespace
 
+void check_bundle_path(const std::string& path) {
+  KILN_CHECK(!std::filesystem::is_directory(path), "[bundle] {} is a folder: name the bundle's file ({}/model.bundle)",
+             path, path);
+}
+
 uint64_t write_bundle(const std::string& path, const ModelDefinition& def, const BuildInfo& info) {
   def.validate();
   KILN_CHECK(info.precision == "fp32" || info.precision == "fp16" || info.precision == "fp8",
@@ -109,8 +114,7 @@ uint64_t write_bundle(const std::string& path, const ModelDefinition& def, const
                  sha256_hex({reinterpret_cast<const uint8_t*>(manifest_text.data()), manifest_text.size()}));
   put_hex_digest(header, bundle::kOffDataChecksum, bundle::data_checksum_hex(bundle::kFormatVersion, data));
 
-  KILN_CHECK(!std::filesystem::is_directory(path), "[bundle] {} is a folder: name the bundle's file ({}/model.bundle)",
-             path, path);
+  check_bundle_path(path);
   // Written beside the bundle and renamed over it, so a reader never sees half a bundle; a
   // failure removes the temporary file.
   const std::string tmp = path + ".tmp";

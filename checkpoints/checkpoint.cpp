@@ -61,14 +61,18 @@ std::vector<std::string> shards(const std::string& dir, const char* single, cons
 }  // namespace
 
 std::string config_architecture(const nlohmann::json& cfg) {
-  KILN_CHECK(!cfg.contains("architecture") || cfg["architecture"].is_string(),
+  // null is as good as absent (transformers writes it for a config saved without them).
+  KILN_CHECK(!cfg.contains("architecture") || cfg["architecture"].is_string() || cfg["architecture"].is_null(),
              "[checkpoint] config.json: 'architecture' is not a name");
-  KILN_CHECK(!cfg.contains("architectures") || (cfg["architectures"].is_array() &&
-                                                std::all_of(cfg["architectures"].begin(), cfg["architectures"].end(),
-                                                            [](const nlohmann::json& a) { return a.is_string(); })),
-             "[checkpoint] config.json: 'architectures' is not a list of names");
-  std::string arch = cfg.value("architecture", std::string());
-  if (arch.empty() && cfg.contains("architectures") && !cfg["architectures"].empty())
+  KILN_CHECK(
+      !cfg.contains("architectures") || cfg["architectures"].is_null() ||
+          (cfg["architectures"].is_array() && std::all_of(cfg["architectures"].begin(), cfg["architectures"].end(),
+                                                          [](const nlohmann::json& a) { return a.is_string(); })),
+      "[checkpoint] config.json: 'architectures' is not a list of names");
+  std::string arch = cfg.contains("architecture") && cfg["architecture"].is_string()
+                         ? cfg["architecture"].get<std::string>()
+                         : std::string();
+  if (arch.empty() && cfg.contains("architectures") && cfg["architectures"].is_array() && !cfg["architectures"].empty())
     arch = cfg["architectures"][0].get<std::string>();
   if (arch.empty() && cfg.contains("model") && cfg["model"].is_string()) {
     arch = cfg["model"].get<std::string>();

@@ -54,10 +54,19 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     std::string what = e.what();
+    // The first word that is not an option (nor --threads' value) names the command.
     std::vector<std::string> names;
     for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
-    if (argc > 1 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end())
-      what = fmt::format("unknown command '{}' (commands: {})", argv[1], fmt::join(names, ", "));
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg == "--threads") {
+        ++i;
+      } else if (arg.empty() || arg[0] != '-') {
+        if (std::find(names.begin(), names.end(), arg) == names.end())
+          what = fmt::format("unknown command '{}' (commands: {})", arg, fmt::join(names, ", "));
+        break;
+      }
+    }
     print_error(what + " (kiln --help says how to use it)");
     return 2;
   }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "core/utf8.h"
@@ -59,11 +60,12 @@ class TextServable : public Servable {
  private:
   static GenerationOptions options(const InferRequest& r) {
     GenerationOptions o;
-    // -1: not given (the bundle's setting)
-    double beams = number_parameter(r, "num_beams", -1), tokens = number_parameter(r, "max_new_tokens", -1);
-    if (beams != -1 && (!(beams >= 1 && beams <= 16) || beams != std::floor(beams)))
+    // NaN: not given (the bundle's setting)
+    const double absent = std::numeric_limits<double>::quiet_NaN();
+    double beams = number_parameter(r, "num_beams", absent), tokens = number_parameter(r, "max_new_tokens", absent);
+    if (!std::isnan(beams) && (!(beams >= 1 && beams <= 16) || beams != std::floor(beams)))
       bad_request("parameter 'num_beams' must be an integer from 1 to 16");
-    if (tokens != -1 && (!(tokens >= 1 && tokens <= 4096) || tokens != std::floor(tokens)))
+    if (!std::isnan(tokens) && (!(tokens >= 1 && tokens <= 4096) || tokens != std::floor(tokens)))
       bad_request("parameter 'max_new_tokens' must be an integer from 1 to 4096");
     if (beams > 0) o.num_beams = static_cast<int>(beams);
     if (tokens > 0) o.max_new_tokens = static_cast<int64_t>(tokens);

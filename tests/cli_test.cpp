@@ -172,10 +172,9 @@ TEST(Cli, BadCheckpoints) {
   expect_clean_failure("build " + transplant() + " -o " + base + "x.bundle --no-plan --labels " + base + "labels.txt",
                        "byte 10 is not UTF-8");
   expect_clean_failure("build " + transplant() + " -o " + base + "x.bundle --no-plan --labels " + work_dir(),
-                       "is not a regular file");
+                       "is a folder, not a file");
   // An existing folder as the output: refused before anything is written.
   expect_clean_failure("build " + transplant() + " -o " + work_dir() + " --no-plan", "is a folder");
-  EXPECT_FALSE(fs::exists(work_dir() + ".tmp"));
 }
 
 // Command-line mistakes: one line each, exit status 2.
@@ -192,6 +191,8 @@ TEST(Cli, UsageErrorsAreOneLine) {
   std::string out;
   test::run_command(kiln_bin() + " frobnicate", &out);
   EXPECT_NE(out.find("unknown command 'frobnicate'"), std::string::npos) << out;
+  test::run_command(kiln_bin() + " --threads 2 frobnicate", &out);
+  EXPECT_NE(out.find("unknown command 'frobnicate'"), std::string::npos) << out;
   EXPECT_EQ(test::run_command(kiln_bin() + " --help", &out), 0);
   EXPECT_NE(out.find("Subcommands:"), std::string::npos) << out;
 }
@@ -201,12 +202,16 @@ TEST(Cli, TooManyThreadsAreRefused) {
   const std::string classify =
       kiln_bin() + " classify " + good_bundle() + " " + test::source_dir() + "/samples/cat.png";
   std::string out;
-  for (const char* n : {"100000", "99999999999"}) {
+  for (const char* n : {"100000", "99999999999999999999"}) {
     const int rc = test::run_command(std::string("OMP_NUM_THREADS=") + n + " " + classify, &out);
     EXPECT_EQ(rc, 1) << out;
-    EXPECT_EQ(out,
-              fmt::format("kiln: error: [cpu] OMP_NUM_THREADS={} is more threads than kiln runs (1 to 4096)\n", n));
+    // Past a long, libgomp warns first, when it loads.
+    EXPECT_TRUE(out.ends_with(
+        fmt::format("kiln: error: [cpu] OMP_NUM_THREADS={} is more threads than kiln runs (1 to 4096)\n", n)))
+        << out;
   }
+  EXPECT_EQ(test::run_command("OMP_NUM_THREADS=100000 " + classify, &out), 1);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   EXPECT_EQ(test::run_command("OMP_NUM_THREADS=2,1 " + classify, &out), 0) << out;
 }
 
@@ -224,8 +229,8 @@ TEST(Cli, EvalRefusesClassesTheModelDoesNotHave) {
 
 // Files that are not files: a folder or a device as an image or a text input.
 TEST(Cli, FoldersAndDevicesAreNotFiles) {
-  expect_clean_failure("classify " + good_bundle() + " " + work_dir(), "is not a regular file");
-  expect_clean_failure("classify " + good_bundle() + " /dev/zero", "/dev/zero is not a regular file");
+  expect_clean_failure("classify " + good_bundle() + " " + work_dir(), "is a folder, not a file");
+  expect_clean_failure("classify " + good_bundle() + " /dev/zero", "/dev/zero holds more than the 268435456 bytes");
 }
 
 TEST(Cli, BadImages) {

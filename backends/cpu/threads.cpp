@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -91,9 +92,12 @@ int default_threads() {
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {
     // "4" or "4,2" (nested levels): the first level. Not a number: the default below, as OpenMP
     // ignores it too; more threads than kiln takes with --threads is refused, not attempted.
-    long n = 0;
+    const char* begin = env;
     const char* end = env + std::strlen(env);
-    const auto [rest, ec] = std::from_chars(env, end, n);
+    while (begin < end && std::isspace(static_cast<unsigned char>(*begin))) ++begin;
+    while (end > begin && std::isspace(static_cast<unsigned char>(end[-1]))) --end;
+    long n = 0;
+    const auto [rest, ec] = std::from_chars(begin, end, n);
     if (ec == std::errc::result_out_of_range || (ec == std::errc() && n > 4096))
       fail("[cpu] OMP_NUM_THREADS={} is more threads than kiln runs (1 to 4096)", env);
     if (ec == std::errc() && n >= 1 && (rest == end || *rest == ',')) return static_cast<int>(n);

@@ -358,7 +358,7 @@ TEST(TensorOps, Where) {
 }
 
 // An fp16 bundle stores an f32 embedding table as halves; gather reads the rows it needs from
-// where the table is stored (its engine makes no f32 copy) and widens them.
+// where the table is stored (its engine makes no f32 copy, and the plan says so) and widens them.
 TEST(TensorOps, GatherFromATableStoredAsHalves) {
   const HostTensor table = tensor("table", DType::F16, {4, 3}, {0.1f, 1, 2, 3, 4, 5, 6, 7, 8, -9, 10, 65504});
   Graph g;
@@ -373,12 +373,42 @@ TEST(TensorOps, GatherFromATableStoredAsHalves) {
         },
         EngineOptions{device});
     const auto y = e.run({tensor("ids", DType::I64, {2, 2}, {3, 0, 0, 2})})[0];
+    EXPECT_EQ(e.plan_summary({}), std::vector<std::string>({"gather embed [cpu] rows converted from f16"})) << device;
     ASSERT_EQ(y.dtype, DType::F32) << device;
     ASSERT_EQ(y.shape, Shape({2, 2, 3})) << device;
     const float tenth = 0.0999755859375f;  // 0.1 as a half
     EXPECT_EQ(y.to_f32(), std::vector<float>({-9, 10, 65504, tenth, 1, 2, tenth, 1, 2, 6, 7, 8})) << device;
     EXPECT_NE(test::error_message([&] { e.run({tensor("ids", DType::I64, {2, 2}, {4, 0, 0, 0})}); }), "") << device;
   }
+}
+
+// The fast kernels' linear reads an fp16 bundle's weights as halves where they are stored (the
+// plan says so) and computes what f32 weights of the same values give: the products are exact,
+// the sums in another order.
+TEST(TensorOps, LinearReadsWeightsStoredAsHalves) {
+  std::vector<float> w(3 * 37), x(2 * 37);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 7) % 13) * 0.125f - 0.75f;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 5) % 11) * 0.25f - 1.0f;
+  const HostTensor weights = tensor("w", DType::F16, {3, 37}, w);
+  Graph g;
+  const int in = g.add_input("x", DType::F32, fixed_shape({2, 37}));
+  const int wv = g.add_constant("w", DType::F32, {3, 37});
+  g.add_output("y", g.add("linear", "fc", {in, wv}, {{"act", std::string("none")}}));
+  Engine e(
+      g,
+      [&](const std::string&) {
+        return ConstantView{weights.dtype, weights.shape, weights.data};
+      },
+      EngineOptions{"cpu"});
+  const auto y = e.run({f32("x", {2, 37}, x)})[0].to_f32();
+  EXPECT_EQ(e.plan_summary({}), std::vector<std::string>({"linear fc [cpu] onednn f16-weights"}));
+  ASSERT_EQ(y.size(), 6u);
+  for (int r = 0; r < 2; ++r)
+    for (int n = 0; n < 3; ++n) {
+      double want = 0;
+      for (int k = 0; k < 37; ++k) want += static_cast<double>(x[r * 37 + k]) * w[n * 37 + k];
+      EXPECT_NEAR(y[r * 3 + n], want, 1e-5) << r << " " << n;
+    }
 }
 
 TEST(TensorOps, BinaryBroadcasting) {

@@ -50,12 +50,13 @@ class Dense {
     out_ = shape[0];
     in_ = shape[1];
     weight_view_ = constants(w.name);
-    if (weight_view_.dtype == DType::F16 && reinterpret_cast<uintptr_t>(weight_view_.bytes.data()) % 2 == 0)
+    const bool scaled = scale_slot >= 0 && n.input(scale_slot) >= 0;  // FP8: scaled f32 weights
+    if (!scaled && weight_view_.dtype == DType::F16 && reinterpret_cast<uintptr_t>(weight_view_.bytes.data()) % 2 == 0)
       half_ = reinterpret_cast<const uint16_t*>(weight_view_.bytes.data());
     else
       weight_ = cpu::ConstantFloats(weight_view_);
     if (n.input(bias_slot) >= 0) bias_ = cpu::ConstantFloats(constants(g.values()[n.inputs[bias_slot]].name));
-    if (scale_slot >= 0 && n.input(scale_slot) >= 0) {  // FP8
+    if (scaled) {
       apply_channel_scales(weight_.owned(), constants(g.values()[n.inputs[scale_slot]].name).to_f32());
       input_scale_ = static_cast<float>(n.attrs.get_float("input_scale"));
     }
@@ -63,6 +64,7 @@ class Dense {
 
   int64_t in() const { return in_; }
   int64_t out() const { return out_; }
+  bool half() const { return half_ != nullptr; }  // reads f16 weights where they are stored
 
   void run(const float* x, float* y, int64_t rows, const float* residual) {
     if (input_scale_ > 0) {
@@ -196,7 +198,7 @@ class OnednnLinearKernel : public CpuKernel {
     using namespace linear_input;
     return slot == Weight || slot == Bias || slot == WeightScale;
   }
-  std::string describe() const override { return "onednn"; }
+  std::string describe() const override { return dense_.half() ? "onednn f16-weights" : "onednn"; }
   void run(const KernelArgs& a, int) override {
     const TensorRef& x = a.inputs[linear_input::X];
     const int64_t rows = dense_.in() ? x.numel() / dense_.in() : 0;

@@ -24,10 +24,15 @@ class GatherKernel : public CpuKernel {
     const Value& table = g.values()[g.nodes()[node].inputs[0]];
     if (table.kind != ValueKind::Constant) return;
     const ConstantView view = constants(table.name);
-    if (view.dtype != table.dtype && is_float(view.dtype) && is_float(table.dtype)) stored_ = view;
+    if (view.dtype != table.dtype && is_float(view.dtype) && is_float(table.dtype) &&
+        reinterpret_cast<uintptr_t>(view.bytes.data()) % dtype_size(view.dtype) == 0)
+      stored_ = view;
   }
   bool any_dtype() const override { return true; }
   bool packs_input(int slot) const override { return slot == 0 && stored_.has_value(); }
+  std::string describe() const override {
+    return stored_ ? std::string("rows converted from ") + dtype_name(stored_->dtype) : "";
+  }
   void run(const KernelArgs& a, int) override {
     if (a.inputs[1].dtype == DType::I32) return typed<int32_t>(a);
     return typed<int64_t>(a);
@@ -57,20 +62,23 @@ class GatherKernel : public CpuKernel {
     if (stored_) {  // each row converted from the stored type to the output's
       const DType to = a.outputs[0].dtype;
       const int64_t elements = inner / dtype_size(data.dtype), out_inner = elements * dtype_size(to);
-#pragma omp parallel for collapse(2) schedule(static) if (large)
-      for (int64_t o = 0; o < outer; ++o)
-        for (int64_t i = 0; i < count; ++i) {
-          const I* row_idx = idx + (o / outer_per_group) * count;
-          const uint8_t* src = in + (o * dim + row_idx[i]) * inner;
-          uint8_t* dst = out + (o * count + i) * out_inner;
-          if (to == DType::F32) {
-            convert_to_f32(data.dtype, src, reinterpret_cast<float*>(dst), elements);
-          } else {
-            std::vector<float> row(static_cast<size_t>(elements));
-            convert_to_f32(data.dtype, src, row.data(), elements);
-            convert_from_f32(to, row.data(), dst, elements);
+#pragma omp parallel if (large)
+      {
+        std::vector<float> row(to == DType::F32 ? 0 : static_cast<size_t>(elements));
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t i = 0; i < count; ++i) {
+            const I* row_idx = idx + (o / outer_per_group) * count;
+            const uint8_t* src = in + (o * dim + row_idx[i]) * inner;
+            uint8_t* dst = out + (o * count + i) * out_inner;
+            if (to == DType::F32) {
+              convert_to_f32(data.dtype, src, reinterpret_cast<float*>(dst), elements);
+            } else {
+              convert_to_f32(data.dtype, src, row.data(), elements);
+              convert_from_f32(to, row.data(), dst, elements);
+            }
           }
-        }
+      }
       return;
     }
 #pragma omp parallel for collapse(2) schedule(static) if (large)

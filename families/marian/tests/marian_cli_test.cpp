@@ -110,7 +110,13 @@ TEST(MarianCli, ContradictoryLengthsAndAFolderAsInputAreRefused) {
   EXPECT_EQ(out, "kiln: error: [generate] min_new_tokens (5) is more than max_new_tokens (2)\n");
   const std::string folder = fs::temp_directory_path().string();
   EXPECT_EQ(run_command(kiln_bin() + " translate " + bundle + " --input " + folder, &out), 1);
-  EXPECT_EQ(out, "kiln: error: [file] " + folder + " is not a regular file\n");
+  EXPECT_EQ(out, "kiln: error: [file] " + folder + " is a folder, not a file\n");
+  // A pipe is read like a file.
+  EXPECT_EQ(
+      run_command("printf 'Hello.\\n' | " + kiln_bin() + " translate " + bundle + " --input /dev/stdin --json", &out),
+      0)
+      << out;
+  EXPECT_NE(out.find("\"source\":\"Hello.\""), std::string::npos) << out;
 }
 
 TEST(MarianCli, UnsupportedConfigsAndGenerationSettingsAreNamed) {

@@ -101,11 +101,12 @@ TEST_F(Marian, BatchedBeamSearchMatchesTransformersBatch) {
         << "source " << i;
 }
 
-// An fp16 bundle on the CPU: decoder steps read the weights as halves where the bundle holds
-// them (cpu/gemv.h), the gathers their embedding rows; the reference kernels widen every weight
-// at load. Both compute in f32 from the same rounded weights, so greedy decoding one source at a
-// time (one-row steps: the half-weight loop) gives the same ids on both, and the fp16 weights
-// keep most of transformers' fp32 outputs (80 of 80 greedy when measured).
+// An fp16 bundle on the CPU: the fast kernels' decoder steps read the dense layers' weights as
+// halves where the bundle holds them (cpu/gemv.h); the reference kernels widen those at load
+// (both gather the embedding rows the same way). Both compute in f32 from the same rounded
+// weights, so greedy decoding one source at a time (one-row steps: the half-weight loop) gives
+// the same ids on both, and the fp16 weights keep most of transformers' fp32 outputs (80 of 80
+// greedy when measured).
 TEST(MarianFp16, CpuReadsHalfWeightsLikeTheWidenedReference) {
   const Seq2SeqReference ref(kFixture);
   std::unique_ptr<TextGenerator> fast, reference;

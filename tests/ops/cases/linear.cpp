@@ -36,10 +36,11 @@ KILN_OP_CASES(linear) {
       cases.push_back(std::move(c));
     }
   // Weights stored as f16 (an fp16 bundle's): on the CPU up to 8 rows read them as halves in the
-  // matrix-vector loop (K = 40: a half vector of 8 left over; 48: one vector after the pairs;
-  // 512: pairs only), more rows run oneDNN on the weights widened then; 70 outputs leave a
-  // partial block of columns.
-  for (const Shape& xs : {Shape{1, 40}, Shape{3, 48}, Shape{1, 1, 512}, Shape{8, 48}, Shape{12, 40}})
+  // matrix-vector loop (K = 7: no whole vector; 37 and 40: 5 and 8 left over after the pairs;
+  // 48: one vector after the pairs; 512: pairs only), more rows run oneDNN on the weights widened
+  // then; 70 outputs leave a partial block of columns.
+  for (const Shape& xs :
+       {Shape{1, 7}, Shape{2, 37}, Shape{1, 40}, Shape{3, 48}, Shape{1, 1, 512}, Shape{8, 48}, Shape{12, 40}})
     for (int n : {24, 70}) {
       const int64_t k = xs.back();
       OpCase c("linear", DType::F32, xs, fmt::format("n{}_stored_f16", n));
