@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -105,8 +106,9 @@ using ColumnsF16 = void (*)(const float*, const uint16_t*, float*, int64_t, int6
 ColumnsF16 columns_f16() {
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512f")) return columns_f16_avx512;  // every AVX-512 CPU has F16C
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma"))
-    return columns_f16_avx2;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;  // F16C is CPUID leaf 1's ECX bit (not a builtin name in clang)
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) return columns_f16_avx2;
 #endif
   return columns_f16_scalar;
 }
