@@ -161,7 +161,7 @@ Image decode_image(std::span<const uint8_t> b, const std::string& name, bool exi
 
 Image load_image(const std::string& path, bool exif_orientation) {
   const std::string file = read_file(path, kMaxSmallFileBytes);
-  return decode_image(std::vector<uint8_t>(file.begin(), file.end()), path, exif_orientation);
+  return decode_image({reinterpret_cast<const uint8_t*>(file.data()), file.size()}, path, exif_orientation);
 }
 
 }  // namespace kiln
