@@ -73,11 +73,12 @@ Status TextGenerator::load(const std::string& path, std::unique_ptr<TextGenerato
         json_int(tc.value("source_capacity", nlohmann::json()), 1, 1 << 16, "[generate] task source_capacity");
     i.target_capacity =
         json_int(tc.value("target_capacity", nlohmann::json()), 2, 1 << 16, "[generate] task target_capacity");
-    // Bundles built before beam search rewrote a table of cache rows (instead of moving the
-    // caches) have a decoder without cache_rows: their interface is not this generator's.
+    // Bundles built before a source's beams shared its cross-attention keys (one slot) have a
+    // decoder without cross_rows (and, older still, without cache_rows): their interface is not
+    // this generator's.
     const auto step = i.model->inputs("decoder_topk");
-    KILN_CHECK(std::any_of(step.begin(), step.end(), [](const TensorSpec& t) { return t.name == "cache_rows"; }),
-               "[generate] {} was built by an older kiln (its decoder takes no cache_rows): build it again", path);
+    KILN_CHECK(std::any_of(step.begin(), step.end(), [](const TensorSpec& t) { return t.name == "cross_rows"; }),
+               "[generate] {} was built by an older kiln (its decoder takes no cross_rows): build it again", path);
     i.tokenizer = make_tokenizer(tc.value("tokenizer", nlohmann::json()));
     i.defaults = GenerationConfig::from_json(tc.value("generation", nlohmann::json()), i.vocab);
     i.generator = std::make_unique<Seq2SeqGenerator>(*i.model, i.vocab, i.source_capacity, i.target_capacity);

@@ -68,21 +68,18 @@ class Layers {
   const EncoderDecoderWeights& w_;
 };
 
-// A cache [rows, heads, capacity, head dim]; the capacity is a symbol that a run binds through
-// an input of that length (memory_capacity, cache_capacity), so that a generation call sizes
-// its caches for its own longest source and longest output.
-ShapeSpec cache_shape(int heads, const char* capacity, int head_dim) {
-  return {{0, "rows"}, {heads, ""}, {0, capacity}, {head_dim, ""}};
+// A cache [rows or slots, heads, capacity, head dim]; each size is a symbol that a run binds
+// through an input of that length (slots, slot_capacity, memory_capacity, cross_rows,
+// cache_capacity), so that a generation call sizes its caches for its own sources, longest
+// source and longest output.
+ShapeSpec cache_shape(const char* rows, int heads, const char* capacity, int head_dim) {
+  return {{0, rows}, {heads, ""}, {0, capacity}, {head_dim, ""}};
 }
 
-// The inputs whose lengths set the caches' capacities (their values are not read).
-int memory_capacity_input(GraphBuilder& b, const EncoderDecoderConfig& c) {
-  b.graph().set_symbol("memory", {8, c.source_capacity});
-  return b.input("memory_capacity", DType::I64, {{0, "memory"}});
-}
-int cache_capacity_input(GraphBuilder& b, const EncoderDecoderConfig& c) {
-  b.graph().set_symbol("cache", {8, c.target_capacity});
-  return b.input("cache_capacity", DType::I64, {{0, "cache"}});
+// The symbols of the cross-attention caches' sizes: source slots and source positions.
+void set_cross_symbols(Graph& g, const EncoderDecoderConfig& c) {
+  g.set_symbol("slots", {1, kMaxRows});
+  g.set_symbol("memory", {8, c.source_capacity});
 }
 
 void build_encoder(ModelDefinition& def, const EncoderDecoderConfig& c, const EncoderDecoderWeights& w) {
@@ -90,12 +87,12 @@ void build_encoder(ModelDefinition& def, const EncoderDecoderConfig& c, const En
   Graph& g = b.graph();
   g.set_symbol("batch", {1, kMaxRows});
   g.set_symbol("source", {4, c.source_capacity});
-  g.set_symbol("rows", {1, kMaxRows});
+  set_cross_symbols(g, c);
   const int ids = b.input("ids", DType::I64, {{0, "batch"}, {0, "source"}});
   const int positions = b.input("positions", DType::I64, {{0, "source"}});
   const int length = b.input("length", DType::I64, {{0, "batch"}});
-  const int rows = b.input("rows", DType::I64, {{0, "rows"}});
-  memory_capacity_input(b, c);
+  const int slots = b.input("slots", DType::I64, {{0, "slots"}});
+  b.input("memory_capacity", DType::I64, {{0, "memory"}});
   Layers L(b, c, w);
   int x = L.embed(ids, positions, w.encoder_embed, w.encoder_positions, "model.encoder");
   for (int l = 0; l < c.encoder_layers; ++l) {
@@ -110,7 +107,7 @@ void build_encoder(ModelDefinition& def, const EncoderDecoderConfig& c, const En
   if (c.pre_norm) x = L.layer_norm(x, "model.encoder.layer_norm");
   b.output("hidden", x);
   // Each decoder layer's cross-attention keys and values of the encoder's output (one stacked
-  // projection a layer), into the rows of the sources' beams.
+  // projection a layer), into the sources' slots (their beams read them there).
   const int dh = L.head_dim(c.decoder_heads);
   for (int l = 0; l < c.decoder_layers; ++l) {
     const std::string name = "model.decoder.layers." + std::to_string(l) + ".encoder_attn";
@@ -122,8 +119,8 @@ void build_encoder(ModelDefinition& def, const EncoderDecoderConfig& c, const En
       const std::string kv_name = part == 0 ? "k" : "v";
       const int heads = b.split_heads(kv[part], name + "." + kv_name, c.decoder_heads, dh, "attention");
       const int state = g.add_state("cross_" + kv_name + "." + std::to_string(l), DType::F32,
-                                    cache_shape(c.decoder_heads, "memory", dh));
-      b.op("write_rows", name + "." + kv_name + "_rows", {state, heads, rows}, {}, "attention");
+                                    cache_shape("slots", c.decoder_heads, "memory", dh));
+      b.op("write_rows", name + "." + kv_name + "_rows", {state, heads, slots}, {}, "attention");
     }
   }
 }
@@ -135,22 +132,25 @@ void build_decoder_step(ModelDefinition& def, const EncoderDecoderConfig& c, con
   GraphBuilder b(def, top_k ? "decoder_topk" : "decoder_step");
   Graph& g = b.graph();
   g.set_symbol("rows", {1, kMaxRows});
+  g.set_symbol("cache", {8, c.target_capacity});
+  set_cross_symbols(g, c);
   if (top_k) g.set_symbol("banned", {1, 1 << 16});
   const int ids = b.input("ids", DType::I64, {{0, "rows"}, {1, ""}});
   const int position = b.input("position", DType::I64, {{0, "rows"}});
   const int length = b.input("length", DType::I64, {{0, "rows"}});
   const int source_length = b.input("source_length", DType::I64, {{0, "rows"}});
   const int banned = top_k ? b.input("banned", DType::I64, {{0, "rows"}, {0, "banned"}}) : -1;
-  memory_capacity_input(b, c);
-  cache_capacity_input(b, c);
+  b.input("slot_capacity", DType::I64, {{0, "slots"}});
+  b.input("cache_capacity", DType::I64, {{0, "cache"}});
   const int cache_rows = b.input("cache_rows", DType::I32, {{0, "rows"}, {0, "cache"}});
+  const int cross_rows = b.input("cross_rows", DType::I32, {{0, "rows"}, {0, "memory"}});
   Layers L(b, c, w);
   const int step_position =
       b.op("reshape", "model.decoder.step_position", {position}, {{"shape", std::vector<int64_t>{-1, 1}}});
   int x = L.embed(ids, step_position, w.decoder_embed, w.decoder_positions, "model.decoder");
   const int dh = L.head_dim(c.decoder_heads);
-  const ShapeSpec self_shape = cache_shape(c.decoder_heads, "cache", dh);
-  const ShapeSpec cross_shape = cache_shape(c.decoder_heads, "memory", dh);
+  const ShapeSpec self_shape = cache_shape("rows", c.decoder_heads, "cache", dh);
+  const ShapeSpec cross_shape = cache_shape("slots", c.decoder_heads, "memory", dh);
   for (int l = 0; l < c.decoder_layers; ++l) {
     const std::string name = "model.decoder.layers." + std::to_string(l), layer = std::to_string(l);
     KvCache cache{g.add_state("k." + layer, DType::F32, self_shape), g.add_state("v." + layer, DType::F32, self_shape),
@@ -168,7 +168,7 @@ void build_decoder_step(ModelDefinition& def, const EncoderDecoderConfig& c, con
                                   attn + ".q", c.decoder_heads, dh, "attention");
       const int k = g.add_state("cross_k." + layer, DType::F32, cross_shape);
       const int v = g.add_state("cross_v." + layer, DType::F32, cross_shape);
-      const int a = b.op("attention", attn + ".sdpa", {q, k, v, -1, source_length}, {}, "attention");
+      const int a = b.op("attention", attn + ".sdpa", {q, k, v, -1, source_length, cross_rows}, {}, "attention");
       return b.linear(b.merge_heads(a, attn, "attention"), attn + ".out_proj",
                       L.load(attn + ".out_proj.weight", {d, d}), L.load(attn + ".out_proj.bias", {d}), Activation::None,
                       "attention", residual);

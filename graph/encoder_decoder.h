@@ -4,31 +4,33 @@
 // config and resolve their embeddings and positions; this builds the graphs a generator runs:
 //
 //   encoder       ids [batch, source] i64, positions [source] i64 (0, 1, ...), length [batch]
-//                 i64 (real tokens per source, the rest padding), rows [rows] i64,
-//                 memory_capacity [memory] -> hidden [batch, source, d]; and for each decoder row
-//                 r with rows[r] >= 0, the cross-attention keys and values of source rows[r]
-//                 written into the states cross_k.<l>, cross_v.<l> [rows, heads, memory, head
-//                 dim]: computed once per source, not per step, and put in every beam's row of
-//                 that source.
+//                 i64 (real tokens per source, the rest padding), slots [slots] i64,
+//                 memory_capacity [memory] -> hidden [batch, source, d]; and for each slot s
+//                 with slots[s] >= 0, the cross-attention keys and values of source slots[s]
+//                 written into the states cross_k.<l>, cross_v.<l> [slots, heads, memory, head
+//                 dim]: computed once per source, not per step, and held once for all its beams.
 //   decoder_step  ids [rows, 1] i64, position [rows] i64 (each row's step), length [rows] i64
 //                 (position + 1), source_length [rows] i64, cache_rows [rows, cache] i32,
-//                 memory_capacity [memory], cache_capacity [cache] -> logits [rows, vocab]
-//                 (f32); the step's keys and values are written into the states k.<l>, v.<l>
-//                 [rows, heads, cache, head dim] at each row's position, and row r's
-//                 self-attention reads position j from cache row cache_rows[r, j] (attention's
-//                 kv_rows). A row's own step is in its own cache row (cache_rows[r, position[r]]
-//                 = r); beam search rewrites the table for the earlier positions, so that
-//                 reordering beams moves a few integers instead of every layer's cache.
-//   The lengths of memory_capacity and cache_capacity (their values are not read) size the
-//   caches: a generator passes its longest source and longest output, so that the caches cost
-//   what the call needs, not the model's maximum.
+//                 cross_rows [rows, memory] i32, slot_capacity [slots], cache_capacity [cache]
+//                 -> logits [rows, vocab] (f32); the step's keys and values are written into the
+//                 states k.<l>, v.<l> [rows, heads, cache, head dim] at each row's position, and
+//                 row r's self-attention reads position j from cache row cache_rows[r, j]
+//                 (attention's kv_rows). A row's own step is in its own cache row
+//                 (cache_rows[r, position[r]] = r); beam search rewrites the table for the
+//                 earlier positions, so that reordering beams moves a few integers instead of
+//                 every layer's cache. Row r's cross-attention reads the keys and values of slot
+//                 cross_rows[r, j] (its source's slot at every position j).
+//   The lengths of memory_capacity, slot_capacity and cache_capacity (their values are not
+//   read; in the decoder, cross_rows' second dim stands for memory_capacity) size the caches: a
+//   generator passes its slots, longest source and longest output, so that the caches cost what
+//   the call needs, not the model's maximum.
 //   decoder_topk  the decoder step with banned [rows, B] i64 (tokens to exclude, -1 padding)
 //                 -> scores, tokens [rows, kEncoderDecoderTopK]: each row's best tokens by
 //                 log-probability (f32, computed on the device) after the bans, so that a
 //                 generator reads a few numbers per row instead of the vocabulary's logits.
 //
-// Rows are decoder slots (sources times beams), so a batch can refill a finished source's rows
-// with a new source while the others keep decoding.
+// Slots hold the sources being decoded and rows their beams (slots times beams), so that a batch
+// can refill a finished source's slot with a new source while the others keep decoding.
 #pragma once
 
 #include <functional>

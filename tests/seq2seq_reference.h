@@ -163,7 +163,7 @@ inline TeacherForcedError teacher_forced_error(Model& m, const Seq2SeqReference&
   m.reset_states();
   std::vector<HostTensor> out;
   Status s = m.run({HostTensor::from_i64("ids", {1, n}, src), HostTensor::from_i64("positions", {n}, positions),
-                    HostTensor::from_i64("length", {1}, {n}), HostTensor::from_i64("rows", {1}, {0}), memory},
+                    HostTensor::from_i64("length", {1}, {n}), HostTensor::from_i64("slots", {1}, {0}), memory},
                    &out, "encoder");
   EXPECT_TRUE(s.ok()) << "encoder: " << s.message();
   const Tensor hidden = ref.tensors->to_float("encoder_out." + at), logits = ref.tensors->to_float("logits." + at);
@@ -175,7 +175,8 @@ inline TeacherForcedError teacher_forced_error(Model& m, const Seq2SeqReference&
   for (int64_t p = 0; p < static_cast<int64_t>(dec.size()); ++p) {
     s = m.run(
         {HostTensor::from_i64("ids", {1, 1}, {dec[p]}), HostTensor::from_i64("position", {1}, {p}),
-         HostTensor::from_i64("length", {1}, {p + 1}), HostTensor::from_i64("source_length", {1}, {n}), memory,
+         HostTensor::from_i64("length", {1}, {p + 1}), HostTensor::from_i64("source_length", {1}, {n}),
+         HostTensor::zeros("slot_capacity", DType::I64, {1}), HostTensor::zeros("cross_rows", DType::I32, {1, n}),
          HostTensor::zeros("cache_capacity", DType::I64, {16}), HostTensor::zeros("cache_rows", DType::I32, {1, 16})},
         &out, "decoder_step");
     EXPECT_TRUE(s.ok()) << "decoder_step: " << s.message();

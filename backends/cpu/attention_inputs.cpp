@@ -40,14 +40,15 @@ AttentionRows::AttentionRows(const KernelArgs& a, const AttentionAttrs& attrs) {
   }
   if (a.inputs.size() > KvRows && a.inputs[KvRows].data) {
     const TensorRef& t = a.inputs[KvRows];
+    const int64_t kv_batch = k.shape[0];  // may differ from q's with kv_rows
     kv_rows_.resize(static_cast<size_t>(nb_ * sk_));
     for (int64_t b = 0; b < nb_; ++b)
       for (int64_t j = 0; j < sk_; ++j) {
         const int64_t from = index_at(t, b * sk_ + j);
         // Entries past the keys a row sees are never read, and may hold anything.
-        KILN_CHECK(j >= lengths_[b] || (from >= 0 && from < nb_),
-                   "[attention] {}: kv_rows[{}, {}] = {} is out of range [0, {})", a.node->name, b, j, from, nb_);
-        kv_rows_[b * sk_ + j] = j < lengths_[b] ? from : b;
+        KILN_CHECK(j >= lengths_[b] || (from >= 0 && from < kv_batch),
+                   "[attention] {}: kv_rows[{}, {}] = {} is out of range [0, {})", a.node->name, b, j, from, kv_batch);
+        kv_rows_[b * sk_ + j] = j < lengths_[b] ? from : 0;
       }
   }
   if (a.inputs.size() > Mask && a.inputs[Mask].data) {

@@ -1,7 +1,7 @@
 // What the attention kernels (reference and fast) read from a node and its inputs: the
-// attributes; Q [B, H, Sq, D], K [B, Hkv, Sk, D], V [B, Hkv, Sk, Dv], kv_length, the mask and
-// kv_rows; and per query row where its query, keys, values and mask entries are and how many
-// keys it sees.
+// attributes; Q [B, H, Sq, D], K [Bkv, Hkv, Sk, D], V [Bkv, Hkv, Sk, Dv] (Bkv = B without
+// kv_rows), kv_length, the mask and kv_rows; and per query row where its query, keys, values and mask entries are and
+// how many keys it sees.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@ AttentionAttrs attention_attrs(const Graph& graph, int node);
 
 class AttentionRows {
  public:
-  // Checks kv_length against Sk (per batch, in [0, Sk]) and the kv_rows a row sees against B.
+  // Checks kv_length against Sk (per batch, in [0, Sk]) and the kv_rows a row sees against Bkv.
   AttentionRows(const KernelArgs& a, const AttentionAttrs& attrs);
 
   struct Row {
@@ -43,7 +43,7 @@ class AttentionRows {
   int64_t kv_heads() const { return nkv_; }
   int64_t sq() const { return sq_; }
   int64_t rows_per_kv_head() const { return sq_ * (nh_ / nkv_); }
-  const float* keys() const { return k_; }                 // K [B, Hkv, Sk, D]
+  const float* keys() const { return k_; }                 // K [Bkv, Hkv, Sk, D]
   bool gathers_rows() const { return !kv_rows_.empty(); }  // keys and values come from other batches' rows
   int64_t dv() const { return dv_; }
   int64_t sk() const { return sk_; }

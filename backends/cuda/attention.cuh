@@ -10,15 +10,16 @@
 
 namespace kiln::cuda {
 
-// q [batch, heads, sq, d], k [batch, kv_heads, sk, d], v [batch, kv_heads, sk, dv] and
+// q [batch, heads, sq, d], k [kv_batch, kv_heads, sk, d], v [kv_batch, kv_heads, sk, dv] and
 // y [batch, heads, sq, dv], all of `type` (F32 or F16); head h reads kv head
 // h / (heads / kv_heads).
 //   mask (optional, F32 or F16): element (b, h, i, j) at b * s[0] + h * s[1] + i * s[2] + j * s[3]
 //   with s = mask_strides (0 along dims it broadcasts over).
 //   kv_length (optional, I32 or I64 [batch]): keys j >= kv_length[b] are ignored. A length
 //   outside [0, sk] is clamped into it and sets error_bit in *error.
-//   kv_rows (optional, I32 or I64 [batch, sk]): key and value j of batch b are batch
-//   kv_rows[b, j]'s. An entry outside [0, batch) reads batch b and sets index_error_bit.
+//   kv_rows (optional, I32 or I64 [batch, sk]): key and value j of batch b are those of row
+//   kv_rows[b, j] of k and v, which then have kv_batch rows (batch without kv_rows). An entry
+//   outside [0, kv_batch) reads row 0 and sets index_error_bit.
 //   causal: query i sees key j only if j <= i + (kv_length[b] or sk) - sq.
 // A query that sees no key (or only -inf mask entries) gives zeros.
 struct AttentionArgs {
@@ -34,7 +35,7 @@ struct AttentionArgs {
   DType kv_length_type = DType::I32;
   const void* kv_rows = nullptr;
   DType kv_rows_type = DType::I32;
-  int64_t batch = 0, heads = 0, kv_heads = 0, sq = 0, sk = 0, d = 0, dv = 0;
+  int64_t batch = 0, kv_batch = 0, heads = 0, kv_heads = 0, sq = 0, sk = 0, d = 0, dv = 0;
   float scale = 1.0f;
   bool causal = false;
   uint32_t* error = nullptr;
@@ -63,15 +64,15 @@ __device__ __forceinline__ int64_t keys_seen(const AttentionArgs& p, int64_t i, 
   return seen < 0 ? 0 : seen > len ? len : seen;
 }
 
-// The batch whose keys and values key j of batch b reads: kv_rows[b, j], or b without kv_rows.
+// The row of k and v whose key and value j batch b reads: kv_rows[b, j], or b without kv_rows.
 __device__ __forceinline__ int64_t kv_batch(const AttentionArgs& p, int64_t b, int64_t j) {
   if (!p.kv_rows) return b;
   const int64_t at = b * p.sk + j;
   const int64_t from = p.kv_rows_type == DType::I64 ? static_cast<const int64_t*>(p.kv_rows)[at]
                                                     : static_cast<const int32_t*>(p.kv_rows)[at];
-  if (from >= 0 && from < p.batch) return from;
+  if (from >= 0 && from < p.kv_batch) return from;
   atomicOr(p.error, p.index_error_bit);
-  return b;
+  return 0;
 }
 #endif
 

@@ -1,15 +1,17 @@
 // attention: fused scaled-dot-product attention,
 //   y[b, h, i] = sum_j softmax_j(scale * q[b, h, i] . k[b, g, j] + mask[b, h, i, j]) v[b, g, j]
 // with q [B, H, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] -> y [B, H, Sq, Dv] (q's type).
+// With kv_rows, k and v may have another batch size Bkv than q (below).
 // Grouped-query attention: H % Hkv == 0 and head h reads kv head g = h / (H / Hkv).
 //   mask (optional): additive, any float type, broadcasts to [B, H, Sq, Sk].
 //   kv_length (optional): i32 or i64 [B], each in [0, Sk]: keys at j >= kv_length[b] are
 //     ignored, so a KV cache can have a fixed capacity Sk and hold L = kv_length[b] keys.
-//   kv_rows (optional): i32 or i64 [B, Sk]: key and value j of batch row b are those of batch
-//     row kv_rows[b, j] (same head, same position j), which must be in [0, B) for the positions
-//     below kv_length[b] (the others are not read). Beam search keeps one KV
+//   kv_rows (optional): i32 or i64 [B, Sk]: key and value j of batch row b are those of row
+//     kv_rows[b, j] of k and v (same head, same position j), which must be in [0, Bkv) for the
+//     positions below kv_length[b] (the others are not read). Beam search keeps one KV
 //     cache row per beam and, when beams are reordered, rewrites this table of where each
-//     position of a beam's history lives instead of moving the cache rows themselves.
+//     position of a beam's history lives instead of moving the cache rows themselves; and
+//     the beams of a source read its cross-attention keys from one row (Bkv sources, B beams).
 //   scale: 0 (the default) means 1 / sqrt(D).
 //   causal: query i sees key j only if j <= i + (L - Sq), L being kv_length[b] or Sk: the
 //     queries are the last Sq positions of the L, so a decoder step (Sq = 1) sees all L keys.
@@ -61,8 +63,10 @@ class AttentionOp : public OpDef {
     require_rank(in[V], 4, n, "v");
     const Shape &q = *in[Q], &k = *in[K], &v = *in[V];
     const int64_t b = q[0], h = q[1], sq = q[2], d = q[3], hkv = k[1], sk = k[2];
-    KILN_CHECK(k[0] == b && k[3] == d && v[0] == b && v[1] == hkv && v[2] == sk,
-               "[attention] {}: q {}, k {} and v {} do not fit [B, H, Sq, D], [B, Hkv, Sk, D], [B, Hkv, Sk, Dv]",
+    const bool gathers = in.size() > KvRows && in[KvRows];
+    KILN_CHECK((k[0] == b || (gathers && k[0] > 0)) && k[3] == d && v[0] == k[0] && v[1] == hkv && v[2] == sk,
+               "[attention] {}: q {}, k {} and v {} do not fit [B, H, Sq, D], [Bkv, Hkv, Sk, D], [Bkv, Hkv, Sk, Dv] "
+               "(Bkv = B without kv_rows)",
                n.name, to_string(q), to_string(k), to_string(v));
     KILN_CHECK(hkv > 0 && h % hkv == 0, "[attention] {}: {} query heads do not group over {} kv heads", n.name, h, hkv);
     KILN_CHECK(d > 0, "[attention] {}: q {} has an empty head dim", n.name, to_string(q));
@@ -74,7 +78,7 @@ class AttentionOp : public OpDef {
     if (in.size() > KvLength && in[KvLength])
       KILN_CHECK(*in[KvLength] == Shape{b}, "[attention] {}: kv_length {} must be [{}]", n.name,
                  to_string(*in[KvLength]), b);
-    if (in.size() > KvRows && in[KvRows])
+    if (gathers)
       KILN_CHECK(*in[KvRows] == (Shape{b, sk}), "[attention] {}: kv_rows {} must be [{}, {}]", n.name,
                  to_string(*in[KvRows]), b, sk);
     return {{b, h, sq, v[3]}};

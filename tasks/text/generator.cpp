@@ -141,10 +141,16 @@ class Run {
         on_done_(on_done),
         slots_(static_cast<size_t>(slots)),
         memory_(HostTensor::zeros("memory_capacity", DType::I64, {memory_capacity})),
+        slot_capacity_(HostTensor::zeros("slot_capacity", DType::I64, {slots})),
         cache_(HostTensor::zeros("cache_capacity", DType::I64, {cache_capacity})),
         cache_rows_(HostTensor::zeros("cache_rows", DType::I32, {rows_, cache_capacity})),
+        cross_rows_(HostTensor::zeros("cross_rows", DType::I32, {rows_, memory_capacity})),
         results_(sources.size()) {
     for (size_t i = 0; i < sources.size(); ++i) waiting_.push_back(static_cast<int64_t>(i));
+    // A row's beams read their source's cross-attention keys from its slot, for every position.
+    int32_t* cross = cross_rows_.as<int32_t>();
+    for (int64_t r = 0; r < rows_; ++r)
+      std::fill_n(cross + r * memory_capacity, memory_capacity, static_cast<int32_t>(r / beams_));
   }
 
   std::vector<GeneratedSequence> go() {
@@ -179,21 +185,20 @@ class Run {
     std::vector<int64_t> ids(static_cast<size_t>(batch * seq), g_.pad_token_id >= 0 ? g_.pad_token_id : 0);
     std::vector<int64_t> lengths(static_cast<size_t>(batch), 1), positions(static_cast<size_t>(seq));
     std::iota(positions.begin(), positions.end(), 0);
-    std::vector<int64_t> rows(static_cast<size_t>(rows_), -1);
+    std::vector<int64_t> source_of_slot(slots_.size(), -1);
     for (size_t i = 0; i < taken.size(); ++i) {
       const auto& src = sources_[slots_[taken[i]].source];
       std::copy(src.begin(), src.end(), ids.begin() + static_cast<int64_t>(i) * seq);
       lengths[i] = static_cast<int64_t>(src.size());
-      for (int64_t b = 0; b < beams_; ++b) {
-        rows[taken[i] * beams_ + b] = static_cast<int64_t>(i);
-        source_length_[taken[i] * beams_ + b] = lengths[i];
-      }
+      source_of_slot[taken[i]] = static_cast<int64_t>(i);
+      for (int64_t b = 0; b < beams_; ++b) source_length_[taken[i] * beams_ + b] = lengths[i];
     }
     std::vector<HostTensor> out;
-    check(model_.run(
-        {HostTensor::from_i64("ids", {batch, seq}, ids), HostTensor::from_i64("positions", {seq}, positions),
-         HostTensor::from_i64("length", {batch}, lengths), HostTensor::from_i64("rows", {rows_}, rows), memory_},
-        &out, "encoder"));
+    check(
+        model_.run({HostTensor::from_i64("ids", {batch, seq}, ids), HostTensor::from_i64("positions", {seq}, positions),
+                    HostTensor::from_i64("length", {batch}, lengths),
+                    HostTensor::from_i64("slots", {static_cast<int64_t>(slots_.size())}, source_of_slot), memory_},
+                   &out, "encoder"));
   }
 
   void start(Slot& s, int64_t source) {
@@ -223,19 +228,21 @@ class Run {
     const int64_t capacity = cache_rows_.shape[1];
     int32_t* table = cache_rows_.as<int32_t>();
     for (int64_t r = 0; r < rows_; ++r) table[r * capacity + position[r]] = static_cast<int32_t>(r);
-    // The table and the capacity inputs are lent to the run and taken back after it, not copied
-    // (the table is 48 KiB at 128 rows and 96 positions, every step).
+    // The tables and the capacity inputs are lent to the run and taken back after it, not copied
+    // (the cache table is 48 KiB at 128 rows and 96 positions, every step).
     std::vector<HostTensor> in = {HostTensor::from_i64("ids", {rows_, 1}, ids),
                                   HostTensor::from_i64("position", {rows_}, position),
                                   HostTensor::from_i64("length", {rows_}, length),
                                   HostTensor::from_i64("source_length", {rows_}, source_length_),
                                   std::move(cache_rows_),
-                                  std::move(memory_),
+                                  std::move(cross_rows_),
+                                  std::move(slot_capacity_),
                                   std::move(cache_)};
     const auto take_back = [&] {
       cache_rows_ = std::move(in[4]);
-      memory_ = std::move(in[5]);
-      cache_ = std::move(in[6]);
+      cross_rows_ = std::move(in[5]);
+      slot_capacity_ = std::move(in[6]);
+      cache_ = std::move(in[7]);
     };
     Scores scores;
     std::vector<HostTensor> out;
@@ -465,8 +472,9 @@ class Run {
   std::vector<Slot> slots_;
   std::deque<int64_t> waiting_;
   std::vector<int64_t> source_length_;
-  HostTensor memory_, cache_;  // inputs whose lengths size the caches
-  HostTensor cache_rows_;      // [rows, cache]: the cache row holding each position of each row's history
+  HostTensor memory_, slot_capacity_, cache_;  // inputs whose lengths size the caches
+  HostTensor cache_rows_;  // [rows, cache]: the cache row holding each position of each row's history
+  HostTensor cross_rows_;  // [rows, memory]: each row's slot (its source's cross-attention keys)
   std::vector<GeneratedSequence> results_;
   // Scores come from the device's best tokens unless a setting needs every logit (a repetition
   // penalty changes scores, not just bans) or beam search keeps more than they hold.

@@ -254,11 +254,14 @@ struct AttentionGraph {
   int q, k, v;
 };
 
-AttentionGraph attention_inputs(int64_t b, int64_t h, int64_t hkv, int64_t sq, int64_t sk, int64_t d, int64_t dv) {
+// kv_batch: rows of k and v (0: b, as attention needs without kv_rows).
+AttentionGraph attention_inputs(int64_t b, int64_t h, int64_t hkv, int64_t sq, int64_t sk, int64_t d, int64_t dv,
+                                int64_t kv_batch = 0) {
   AttentionGraph a;
+  const int64_t kb = kv_batch ? kv_batch : b;
   a.q = a.g.add_input("q", DType::F32, fixed_shape({b, h, sq, d}));
-  a.k = a.g.add_input("k", DType::F32, fixed_shape({b, hkv, sk, d}));
-  a.v = a.g.add_input("v", DType::F32, fixed_shape({b, hkv, sk, dv}));
+  a.k = a.g.add_input("k", DType::F32, fixed_shape({kb, hkv, sk, d}));
+  a.v = a.g.add_input("v", DType::F32, fixed_shape({kb, hkv, sk, dv}));
   return a;
 }
 
@@ -375,6 +378,28 @@ TEST(TransformerOps, AttentionReadsEachKeyFromTheBatchKvRowsNames) {
     bad.back() = typed("rows", rt, {3, 2}, {2, 0, 3, 0, 1, 1});
     EXPECT_EQ(test::error_message([&] { e.run(bad); }), "[attention] attn: kv_rows[1, 0] = 3 is out of range [0, 3)");
   }
+}
+
+TEST(TransformerOps, AttentionReadsFromFewerKeyRowsThanQueriesThroughKvRows) {
+  // Four query rows (two beams of two sources) over two rows of keys and values, as beams read
+  // their source's cross-attention keys: rows 0 and 1 read row 1, rows 2 and 3 row 0. Equal
+  // scores, so each query averages its row's values. Without kv_rows the batches must match.
+  auto a = attention_inputs(4, 1, 1, 1, 2, 1, 1, 2);
+  const int rows = a.g.add_input("rows", DType::I32, fixed_shape({4, 2}));
+  a.g.add_output("y", a.g.add("attention", "attn", {a.q, a.k, a.v, -1, -1, rows}));
+  const std::vector<HostTensor> in = {f32("q", {4, 1, 1, 1}, {1, 1, 1, 1}), f32("k", {2, 1, 2, 1}, {0, 0, 0, 0}),
+                                      f32("v", {2, 1, 2, 1}, {1, 3, 10, 30}),
+                                      typed("rows", DType::I32, {4, 2}, {1, 1, 1, 1, 0, 0, 0, 0})};
+  expect_near(run_cpu(a.g, in), {20, 20, 2, 2});
+  Engine e(a.g, lookup(), EngineOptions{"cpu"});
+  std::vector<HostTensor> bad = in;
+  bad.back() = typed("rows", DType::I32, {4, 2}, {1, 1, 1, 1, 0, 2, 0, 0});
+  EXPECT_EQ(test::error_message([&] { e.run(bad); }), "[attention] attn: kv_rows[2, 1] = 2 is out of range [0, 2)");
+
+  auto b = attention_inputs(4, 1, 1, 1, 2, 1, 1, 2);
+  b.g.add_output("y", b.g.add("attention", "attn", {b.q, b.k, b.v}));
+  EXPECT_NE(test::error_message([&] { b.g.validate(); }).find("[attention] attn: q [4, 1, 1, 1], k [2, 1, 2, 1]"),
+            std::string::npos);
 }
 
 // --- dynamic_update_slice

@@ -1,8 +1,8 @@
 // attention on the GPU: fused kernels with an online softmax (attention.cu picks one: tensor
 // cores for fp16 with many query rows, a decoder-step kernel for few rows, CUDA cores otherwise), q, k and v f32
 // or f16, a mask of either type, kv_length and kv_rows i32 or i64, grouped-query heads, any head
-// dims. A kv_length outside [0, Sk] is clamped, and a kv_rows entry outside [0, B) read as the
-// row's own, both setting the error word, so that the run fails as it does on the CPU.
+// dims. A kv_length outside [0, Sk] is clamped, and a kv_rows entry outside [0, Bkv) read as row
+// 0, both setting the error word, so that the run fails as it does on the CPU.
 #include <cmath>
 
 #include "backends/cuda/attention.cuh"
@@ -42,6 +42,7 @@ class AttentionKernel : public Kernel {
     p.y = a.outputs[0].data;
     p.type = q.dtype;
     p.batch = q.shape[0];
+    p.kv_batch = k.shape[0];
     p.heads = q.shape[1];
     p.sq = q.shape[2];
     p.d = q.shape[3];

@@ -4,7 +4,8 @@
 // 0), grouped-query heads, decoder-step shapes (many keys, heads of 64 to 160 wide), and 16 or
 // more query rows (image tokens) with masks, causal and kv_length, and the shapes of the GPU's
 // tensor-core kernel (tiles of 64 keys, padded head widths); thousands of step rows; kv_rows (beam search's table
-// of cache rows) on each GPU kernel's path, its entries past kv_length out of range (never read). Cases without
+// of cache rows) on each GPU kernel's path, its entries past kv_length out of range (never read), and with fewer
+// rows of k and v than queries (a source's keys shared by its beams). Cases without
 // kv_length, kv_rows or GQA also check the decomposition matmul -> add mask -> softmax -> matmul, with causal as an
 // explicit 0 / -inf constant mask.
 #include <cmath>
@@ -27,15 +28,18 @@ struct AttentionShape {
   DType kv_dtype = DType::I32;
   const char* variant = "";
   bool kv_rows = false;  // a kv_rows table of kv_dtype
+  int64_t kv_batch = 0;  // rows of k and v with kv_rows (0: b)
+  int64_t kb() const { return kv_batch ? kv_batch : b; }
 };
 
-// Key j of batch b from batch (7b + 3j + 1) mod B; past b's kv_length, an index no batch has.
+// Key j of batch b from row (7b + 3j + 1) mod Bkv of k and v; past b's kv_length, an index no
+// row has.
 std::vector<float> kv_rows_table(const AttentionShape& s) {
   std::vector<float> t(static_cast<size_t>(s.b * s.sk));
   for (int64_t b = 0; b < s.b; ++b)
     for (int64_t j = 0; j < s.sk; ++j) {
       const int64_t len = s.kv_length.empty() ? s.sk : static_cast<int64_t>(s.kv_length[b]);
-      t[b * s.sk + j] = j < len ? static_cast<float>((7 * b + 3 * j + 1) % s.b) : 1000.0f;
+      t[b * s.sk + j] = j < len ? static_cast<float>((7 * b + 3 * j + 1) % s.kb()) : 1000.0f;
     }
   return t;
 }
@@ -139,14 +143,33 @@ KILN_OP_CASES(attention) {
       {2, 1, 1, 2, 20, 160, 160, false, M::None, 0, {20, 11}, DType::I32, "kv_rows_past_128", true},
       {2, 2, 2, 17, 30, 8, 8, true, M::None, 0, {30, 20}, DType::I64, "rows_kv_rows", true},
       {3, 2, 2, 2, 9, 8, 8, false, M::Bias, 0, {}, DType::I32, "kv_rows_no_length", true},
+      // Fewer rows of k and v than queries (the beams of a source reading its cross-attention
+      // keys from one row): the step kernel, the generic one and 16 rows or more.
+      {8,
+       8,
+       8,
+       1,
+       40,
+       64,
+       64,
+       false,
+       M::None,
+       0,
+       {40, 40, 7, 7, 40, 40, 33, 33},
+       DType::I32,
+       "step_kv_rows_shared",
+       true,
+       2},
+      {4, 2, 2, 1, 20, 160, 160, false, M::None, 0, {20, 11, 20, 3}, DType::I64, "kv_rows_shared_past_128", true, 3},
+      {3, 2, 2, 17, 30, 8, 8, false, M::Bias, 0, {}, DType::I32, "rows_kv_rows_shared", true, 1},
   };
   std::vector<OpCase> cases;
   for (DType t : {DType::F32, DType::F16})
     for (const AttentionShape& s : shapes) {
       OpCase c("attention", t, {s.b, s.h, s.sq, s.d}, s.variant);
       const int q = c.input("q", t, {s.b, s.h, s.sq, s.d});
-      const int k = c.input("k", t, {s.b, s.hkv, s.sk, s.d});
-      const int v = c.input("v", t, {s.b, s.hkv, s.sk, s.dv});
+      const int k = c.input("k", t, {s.kb(), s.hkv, s.sk, s.d});
+      const int v = c.input("v", t, {s.kb(), s.hkv, s.sk, s.dv});
       std::vector<int> in = {q, k, v, -1};
       // Padding masks in f32 whatever q's type: the mixed-type path.
       const DType mask_type = s.mask == M::Padding ? DType::F32 : t;
