@@ -423,6 +423,34 @@ TEST(TransformerOps, DynamicUpdateSliceAppendsToAStateAcrossRuns) {
   expect_near(e.run({f32("x", {1, 2}, {7, 8}), i64("pos", {1}, {1})})[0].to_f32(), {0, 0, 7, 8, 0, 0, 0, 0});
 }
 
+TEST(TransformerOps, DynamicUpdateSliceWritesADecoderStepIntoEveryRowOfALargeCache) {
+  // A step of 64 rows x 8 heads into a cache [64, 8, 12, 40] at each row's own position: 512
+  // slices of 160 bytes (80 KiB), which the kernel spreads over the threads. Every element is
+  // checked: the step's where each row's offset says, zeros elsewhere.
+  const int64_t rows = 64, heads = 8, capacity = 12, d = 40;
+  Graph g;
+  const int cache = g.add_state("cache", DType::F32, fixed_shape({rows, heads, capacity, d}));
+  const int x = g.add_input("x", DType::F32, fixed_shape({rows, heads, 1, d}));
+  const int pos = g.add_input("pos", DType::I64, fixed_shape({rows}));
+  g.add_output("y", g.add("dynamic_update_slice", "step", {cache, x, pos}, {{"axis", int64_t{2}}}));
+  std::vector<float> step(static_cast<size_t>(rows * heads * d));
+  for (size_t i = 0; i < step.size(); ++i) step[i] = static_cast<float>(i + 1);
+  std::vector<int64_t> at(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) at[r] = (r * 5) % capacity;
+  Engine e(g, lookup(), EngineOptions{"cpu"});
+  const auto out = e.run({f32("x", {rows, heads, 1, d}, step), i64("pos", {rows}, at)});
+  const float* y = out[0].as<float>();
+  int64_t wrong = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t p = 0; p < capacity; ++p)
+        for (int64_t j = 0; j < d; ++j) {
+          const float want = p == at[r] ? step[(r * heads + h) * d + j] : 0.0f;
+          wrong += y[((r * heads + h) * capacity + p) * d + j] != want;
+        }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(TransformerOps, DynamicUpdateSliceAlongAnInnerAxisWithI32Offsets) {
   Graph g;
   const int cache = g.add_state("cache", DType::I32, fixed_shape({2, 3}));
