@@ -9,6 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/cpu/cpu_kernel.h"
+#include "backends/cpu/pages.h"
 #include "backends/cpu/threads.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -159,11 +160,7 @@ std::string CpuBackend::hardware() const {
                      cpu::threads() == 1 ? "" : "s");
 }
 
-void* CpuBackend::allocate(size_t bytes) {
-  void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
-  KILN_CHECK(p, "[cpu] out of memory allocating {} bytes", bytes);
-  return p;
-}
+void* CpuBackend::allocate(size_t bytes) { return cpu::allocate_pages(bytes); }
 
 void CpuBackend::release(void* p) { std::free(p); }
 void CpuBackend::upload(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }

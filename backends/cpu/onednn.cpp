@@ -27,12 +27,11 @@ dnnl::memory onednn_scratchpad(const dnnl::memory::desc& scratchpad_desc) {
   return dnnl::memory(scratchpad_desc, onednn_engine(), scratch(Scratch::Onednn, scratchpad_desc.get_size()));
 }
 
-dnnl::memory onednn_reordered(const dnnl::memory::desc& stored, const void* data, const dnnl::memory::desc& layout) {
+PackedWeights::PackedWeights(const dnnl::memory::desc& stored, const void* data, const dnnl::memory::desc& layout)
+    : storage_(allocate_pages(layout.get_size())), memory_(layout, onednn_engine(), storage_.get()) {
   dnnl::memory from(stored, onednn_engine(), const_cast<void*>(data));  // only read
-  dnnl::memory to(layout, onednn_engine());
-  dnnl::reorder(from, to).execute(onednn_stream(), from, to);
+  dnnl::reorder(from, memory_).execute(onednn_stream(), from, memory_);
   onednn_stream().wait();
-  return to;
 }
 
 bool append_activation(dnnl::post_ops& ops, Activation act) {

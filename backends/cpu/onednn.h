@@ -7,6 +7,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backends/cpu/pages.h"
 #include "graph/ops/activation.h"
 
 namespace kiln::cpu {
@@ -22,8 +23,16 @@ dnnl::primitive_attr onednn_attr(const dnnl::post_ops& ops);
 dnnl::memory onednn_scratchpad(const dnnl::memory::desc& scratchpad_desc);
 
 // A copy of weights stored as `stored` (at `data`) in `layout`, the blocked layout a primitive
-// picked for them: reordered once at load, owned by the returned memory.
-dnnl::memory onednn_reordered(const dnnl::memory::desc& stored, const void* data, const dnnl::memory::desc& layout);
+// picked for them: reordered once at load, into memory of its own (cpu/pages.h).
+class PackedWeights {
+ public:
+  PackedWeights(const dnnl::memory::desc& stored, const void* data, const dnnl::memory::desc& layout);
+  const dnnl::memory& memory() const { return memory_; }
+
+ private:
+  PageBuffer storage_;
+  dnnl::memory memory_;  // on storage_
+};
 
 // Appends `act` to `ops` as an eltwise post-op; false for an activation oneDNN has no exact
 // counterpart of (the caller then declines the node).

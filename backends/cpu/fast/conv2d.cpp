@@ -15,6 +15,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -316,10 +317,11 @@ class OnednnConv2dKernel : public CpuKernel {
 
   // The weights reordered into `layout` once; primitives for other sizes usually pick the same.
   const memory& weights_for(const memory::desc& layout) {
-    for (const auto& [md, mem] : packed_)
-      if (md == layout) return mem;
-    packed_.emplace_back(layout, cpu::onednn_reordered(user_weights_md(), weight_.data(), layout));
-    return packed_.back().second;
+    for (const auto& [md, packed] : packed_)
+      if (md == layout) return packed.memory();
+    packed_.emplace_back(std::piecewise_construct, std::forward_as_tuple(layout),
+                         std::forward_as_tuple(user_weights_md(), weight_.data(), layout));
+    return packed_.back().second.memory();
   }
 
   Conv2dParams p_;
@@ -327,7 +329,7 @@ class OnednnConv2dKernel : public CpuKernel {
   bool x_is_e4m3_ = false;
   cpu::ConstantFloats weight_, bias_;                                     // weight_: the source of packed_
   std::vector<double> partial_;                                           // channel_mean's sums per chunk of pixels
-  std::deque<std::pair<memory::desc, memory>> packed_;                    // a deque: primitives keep pointers into it
+  std::deque<std::pair<memory::desc, cpu::PackedWeights>> packed_;        // a deque: primitives keep pointers into it
   std::map<std::tuple<int, int, int, bool, int>, Primitive> primitives_;  // by size, residual and variant
   // Filled by the const variant_runs: an engine runs one plan's kernels at a time.
   mutable std::map<std::tuple<int, int, int, bool>, Implementations> implementations_;

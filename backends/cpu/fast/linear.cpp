@@ -89,7 +89,8 @@ class Dense {
     dnnl::engine& engine = cpu::onednn_engine();
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memory(p.pd.src_desc(), engine, const_cast<float*>(x))},
-        {DNNL_ARG_WEIGHTS, p.packed ? *packed_ : memory(stored_md(), engine, const_cast<float*>(floats().data()))},
+        {DNNL_ARG_WEIGHTS,
+         p.packed ? packed_->memory() : memory(stored_md(), engine, const_cast<float*>(floats().data()))},
         {DNNL_ARG_DST, memory(p.pd.dst_desc(), engine, y)},
         {DNNL_ARG_SCRATCHPAD, cpu::onednn_scratchpad(p.pd.scratchpad_desc())},
     };
@@ -143,7 +144,7 @@ class Dense {
     };
     if (!layout_) {
       layout_ = make(memory::desc({in_, out_}, dt::f32, Tag::any)).weights_desc();
-      if (*layout_ != stored_md()) packed_ = cpu::onednn_reordered(stored_md(), floats().data(), *layout_);
+      if (*layout_ != stored_md()) packed_.emplace(stored_md(), floats().data(), *layout_);
     }
     if (packed_) {
       try {
@@ -163,13 +164,13 @@ class Dense {
 
   Activation act_;
   int64_t in_ = 0, out_ = 0;
-  float input_scale_ = 0;               // > 0: an FP8 layer
-  std::vector<float> rounded_;          // its input on the E4M3 grid
-  ConstantView weight_view_;            // [N, K] as stored
-  const uint16_t* half_ = nullptr;      // its bytes where they are f16, for gemv_rows_f16
-  cpu::ConstantFloats weight_, bias_;   // weight_: as f32, for gemv_rows and as the source of packed_
-  std::optional<memory::desc> layout_;  // what oneDNN picked for the first row count
-  std::optional<memory> packed_;        // the weights in layout_, where that is not as stored
+  float input_scale_ = 0;                     // > 0: an FP8 layer
+  std::vector<float> rounded_;                // its input on the E4M3 grid
+  ConstantView weight_view_;                  // [N, K] as stored
+  const uint16_t* half_ = nullptr;            // its bytes where they are f16, for gemv_rows_f16
+  cpu::ConstantFloats weight_, bias_;         // weight_: as f32, for gemv_rows and as the source of packed_
+  std::optional<memory::desc> layout_;        // what oneDNN picked for the first row count
+  std::optional<cpu::PackedWeights> packed_;  // the weights in layout_, where that is not as stored
   std::map<std::pair<int64_t, bool>, Primitive> primitives_;
 };
 
