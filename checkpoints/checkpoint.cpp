@@ -1,6 +1,7 @@
 #include "checkpoints/checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "checkpoints/torch_pickle.h"
@@ -129,6 +130,16 @@ std::vector<int64_t> Checkpoint::shape(const std::string& name) const { return f
 
 Tensor Checkpoint::load(const std::string& name) {
   Tensor t = file_for(name).to_float(name);
+  // A NaN or an infinity in a weight is a damaged file, not a model: every output it reaches
+  // would be NaN, so the build stops here and names the tensor.
+  const auto bad = std::find_if(t.data.begin(), t.data.end(), [](float v) { return !std::isfinite(v); });
+  if (bad != t.data.end()) {
+    const auto count = std::count_if(bad, t.data.end(), [](float v) { return !std::isfinite(v); });
+    KILN_CHECK(false,
+               "[checkpoint] tensor '{}' holds {} NaN or infinite value{} (the first at element {} of {}): the "
+               "checkpoint is damaged",
+               name, count, count == 1 ? "" : "s", bad - t.data.begin(), t.data.size());
+  }
   used_.insert(name);
   return t;
 }

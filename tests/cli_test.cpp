@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -44,17 +45,20 @@ std::string read_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// A safetensors file with every tensor of `src` except `drop`.
-void write_safetensors_without(const std::string& src, const std::string& dst, const std::string& drop) {
+// A safetensors file with the tensors of `src` as `edit` leaves their bytes (it returns false
+// to leave a tensor out).
+void write_safetensors_edited(const std::string& src, const std::string& dst,
+                              const std::function<bool(const std::string& name, std::string& raw)>& edit) {
   SafetensorsFile f(src);
   nlohmann::json header = nlohmann::json::object();
   std::string data;
   for (const auto& [name, info] : f.tensors()) {
-    if (name == drop) continue;
-    auto raw = f.raw(name);
+    const auto bytes = f.raw(name);
+    std::string raw(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    if (!edit(name, raw)) continue;
     const char* dtype = info.dtype == StDtype::F32 ? "F32" : "I64";
     header[name] = {{"dtype", dtype}, {"shape", info.shape}, {"data_offsets", {data.size(), data.size() + raw.size()}}};
-    data.append(reinterpret_cast<const char*>(raw.data()), raw.size());
+    data += raw;
   }
   std::string h = header.dump();
   uint64_t n = h.size();
@@ -145,10 +149,22 @@ TEST(Cli, BadCheckpoints) {
   // A missing tensor.
   fs::create_directories(base + "missing");
   fs::copy_file(transplant() + "/config.json", base + "missing/config.json", fs::copy_options::overwrite_existing);
-  write_safetensors_without(transplant() + "/model.safetensors", base + "missing/model.safetensors",
-                            "blocks.3.1.bn2.running_var");
+  write_safetensors_edited(transplant() + "/model.safetensors", base + "missing/model.safetensors",
+                           [](const std::string& name, std::string&) { return name != "blocks.3.1.bn2.running_var"; });
   expect_clean_failure("build " + base + "missing -o " + base + "x.bundle",
                        "missing tensor 'blocks.3.1.bn2.running_var'");
+  // A NaN and an infinity in the weights (a damaged file), named with where they are.
+  fs::create_directories(base + "nan");
+  fs::copy_file(transplant() + "/config.json", base + "nan/config.json", fs::copy_options::overwrite_existing);
+  write_safetensors_edited(transplant() + "/model.safetensors", base + "nan/model.safetensors",
+                           [](const std::string& name, std::string& raw) {
+                             float* w = reinterpret_cast<float*>(raw.data());
+                             if (name == "blocks.2.0.conv_pw.weight") w[5] = std::nanf("");
+                             if (name == "blocks.2.0.conv_pw.weight") w[9] = -INFINITY;
+                             return true;
+                           });
+  expect_clean_failure("build " + base + "nan -o " + base + "x.bundle",
+                       "tensor 'blocks.2.0.conv_pw.weight' holds 2 NaN or infinite values (the first at element 5");
   // Not a checkpoint at all, and neither a folder nor a Hub id.
   fs::create_directories(base + "empty");
   expect_clean_failure("build " + base + "empty -o " + base + "x.bundle", "not a Hugging Face checkpoint");
