@@ -7,7 +7,7 @@ namespace kiln {
 
 namespace {
 
-// Decoder slots: sources times beams of a batch, refilled as sources finish.
+// The most sources of an encoder batch, source slots, and decoder rows (slots times beams).
 constexpr int64_t kMaxRows = 8192;
 
 class Layers {

@@ -158,9 +158,10 @@ TEST(Cli, BadCheckpoints) {
   fs::copy_file(transplant() + "/config.json", base + "nan/config.json", fs::copy_options::overwrite_existing);
   write_safetensors_edited(transplant() + "/model.safetensors", base + "nan/model.safetensors",
                            [](const std::string& name, std::string& raw) {
-                             float* w = reinterpret_cast<float*>(raw.data());
-                             if (name == "blocks.2.0.conv_pw.weight") w[5] = std::nanf("");
-                             if (name == "blocks.2.0.conv_pw.weight") w[9] = -INFINITY;
+                             if (name != "blocks.2.0.conv_pw.weight") return true;
+                             const float nan = std::nanf(""), inf = -INFINITY;
+                             std::memcpy(raw.data() + 5 * sizeof(float), &nan, sizeof(float));
+                             std::memcpy(raw.data() + 9 * sizeof(float), &inf, sizeof(float));
                              return true;
                            });
   expect_clean_failure("build " + base + "nan -o " + base + "x.bundle",

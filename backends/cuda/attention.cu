@@ -105,8 +105,9 @@ __global__ void attention_kernel(AttentionArgs p) {
   const int rows = p.sq - i0 < R ? static_cast<int>(p.sq - i0) : R;  // rows of the group inside sq
   const int64_t row0 = (b * p.heads + h) * p.sq + i0;                // row r's q and y are rows row0 + r
   const T* q = static_cast<const T*>(p.q) + row0 * p.d;
-  const T* k = static_cast<const T*>(p.k) + (b * p.kv_heads + g) * p.sk * p.d;
-  const T* v = static_cast<const T*>(p.v) + (b * p.kv_heads + g) * p.sk * p.dv;
+  const int64_t base = kv_base(p, b);  // the row of k and v that k and v point into
+  const T* k = static_cast<const T*>(p.k) + (base * p.kv_heads + g) * p.sk * p.d;
+  const T* v = static_cast<const T*>(p.v) + (base * p.kv_heads + g) * p.sk * p.dv;
   const M* mask =
       p.mask ? static_cast<const M*>(p.mask) + b * p.mask_strides[0] + h * p.mask_strides[1] + i0 * p.mask_strides[2]
              : nullptr;
@@ -118,8 +119,8 @@ __global__ void attention_kernel(AttentionArgs p) {
   for (int64_t j0 = 0; j0 < walk; j0 += 32) {
     const int64_t j = j0 + lane;
     float score[R];
-    const int64_t from = j < walk ? kv_batch(p, b, j) : b;  // this lane's key's batch
-    dot_products<T, R>(q, k + (from - b) * p.kv_heads * p.sk * p.d + j * p.d, p.d, j < walk, rows, score);
+    const int64_t from = j < walk ? kv_batch(p, b, j) : base;  // the row of k and v holding this lane's key
+    dot_products<T, R>(q, k + (from - base) * p.kv_heads * p.sk * p.d + j * p.d, p.d, j < walk, rows, score);
     float weight[R];
     bool any = false;  // whether a row of the warp has a key in this chunk (uniform over the warp)
 #pragma unroll
@@ -142,7 +143,7 @@ __global__ void attention_kernel(AttentionArgs p) {
     const int keys = walk - j0 < 32 ? static_cast<int>(walk - j0) : 32;
     for (int t = 0; t < keys; ++t) {
       const int64_t from_t = __shfl_sync(kFull, from, t);
-      const T* vj = v + (from_t - b) * p.kv_heads * p.sk * p.dv + (j0 + t) * p.dv;
+      const T* vj = v + (from_t - base) * p.kv_heads * p.sk * p.dv + (j0 + t) * p.dv;
       float vt[kPerLane];
 #pragma unroll
       for (int u = 0; u < kPerLane; ++u) {

@@ -64,6 +64,10 @@ __device__ __forceinline__ int64_t keys_seen(const AttentionArgs& p, int64_t i, 
   return seen < 0 ? 0 : seen > len ? len : seen;
 }
 
+// The row of k and v a kernel's k and v pointers for batch b start from: b, or with kv_rows
+// row 0 (k and v may have fewer rows than q then); kv_batch's rows are reached from it.
+__device__ __forceinline__ int64_t kv_base(const AttentionArgs& p, int64_t b) { return p.kv_rows ? 0 : b; }
+
 // The row of k and v whose key and value j batch b reads: kv_rows[b, j], or b without kv_rows.
 __device__ __forceinline__ int64_t kv_batch(const AttentionArgs& p, int64_t b, int64_t j) {
   if (!p.kv_rows) return b;

@@ -62,11 +62,12 @@ __device__ __forceinline__ void load8(const T* x, int64_t c, int64_t n, float (&
   }
 }
 
-// Key (or value) j's row, in the rows of batch `from` (kv_rows' entry for it; b without).
+// Key (or value) j's row in row `from` of k or v (kv_rows' entry for it), `at` pointing into
+// row `base` (kv_base).
 template <typename T>
-__device__ __forceinline__ const T* row_of(const T* base, const AttentionArgs& p, int64_t b, int64_t from, int64_t j,
+__device__ __forceinline__ const T* row_of(const T* at, const AttentionArgs& p, int64_t base, int64_t from, int64_t j,
                                            int64_t width) {
-  return base + (from - b) * p.kv_heads * p.sk * width + j * width;
+  return at + (from - base) * p.kv_heads * p.sk * width + j * width;
 }
 
 __device__ __forceinline__ float mask_at(const AttentionArgs& p, const void* mask, int64_t j) {
@@ -95,8 +96,9 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
     const int64_t len = kv_limit(p, b, h == 0 && i == 0 && threadIdx.x % (32 * W) == 0);
     const int64_t seen = keys_seen(p, i, len);
     const T* q = static_cast<const T*>(p.q) + row * p.d;
-    const T* k = static_cast<const T*>(p.k) + (b * p.kv_heads + g) * p.sk * p.d;
-    const T* v = static_cast<const T*>(p.v) + (b * p.kv_heads + g) * p.sk * p.dv;
+    const int64_t base = kv_base(p, b);  // the row of k and v that k and v point into
+    const T* k = static_cast<const T*>(p.k) + (base * p.kv_heads + g) * p.sk * p.d;
+    const T* v = static_cast<const T*>(p.v) + (base * p.kv_heads + g) * p.sk * p.dv;
     const int64_t mask_at_row = b * p.mask_strides[0] + h * p.mask_strides[1] + i * p.mask_strides[2];
     const void* mask =
         p.mask ? static_cast<const char*>(p.mask) + (p.mask_type == DType::F16 ? 2 : 4) * mask_at_row : nullptr;
@@ -107,8 +109,8 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
     float qc[8] = {};
     if (k_columns) load8<VEC>(q, c, p.d, qc);
     for (int64_t j0 = static_cast<int64_t>(part) * 32; j0 < seen; j0 += W * 32) {
-      // The batch whose cache holds key j0 + lane, shuffled to the lanes that read that key.
-      const int from_lane = static_cast<int>(j0 + lane < seen ? kv_batch(p, b, j0 + lane) : b);
+      // The row of k and v holding key j0 + lane, shuffled to the lanes that read that key.
+      const int from_lane = static_cast<int>(j0 + lane < seen ? kv_batch(p, b, j0 + lane) : base);
       int from[L];
       int key_row[L];  // < sk, which attention_step_fits bounds
       float score[L];
@@ -118,7 +120,7 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
         from[t] = __shfl_sync(kFull, from_lane, key < seen - j0 ? key : static_cast<int>(seen - 1 - j0));
         key_row[t] = static_cast<int>(j0 + key < seen ? j0 + key : seen - 1);
         float x[8] = {};
-        if (k_columns) load8<VEC>(row_of(k, p, b, from[t], key_row[t], p.d), c, p.d, x);
+        if (k_columns) load8<VEC>(row_of(k, p, base, from[t], key_row[t], p.d), c, p.d, x);
         float dot = 0.0f;
 #pragma unroll
         for (int e = 0; e < 8; ++e) dot = fmaf(qc[e], x[e], dot);
@@ -153,7 +155,7 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
         const float w = expf(score[t] - new_max);  // 0 for -inf scores
         sum += w;
         float x[8];
-        load8<VEC>(row_of(v, p, b, from[t], key_row[t], p.dv), c, p.dv, x);
+        load8<VEC>(row_of(v, p, base, from[t], key_row[t], p.dv), c, p.dv, x);
         // A key of weight 0 adds nothing, even where its value row is not finite.
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[e] = w == 0.0f ? acc[e] : fmaf(w, x[e], acc[e]);

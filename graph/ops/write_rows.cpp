@@ -2,8 +2,8 @@
 // time: for each r with index[r] >= 0, target[r] takes update[index[r]] in its leading corner
 // (update's later dims may be shorter than target's). index is i32 or i64 of shape
 // [target.shape[0]], each entry negative (keep the row) or below update.shape[0] (kernels check).
-// In place on a state. A decoder uses it to put a new source's cross-attention keys into the
-// rows of its beams (update shorter along the sequence).
+// In place on a state. A decoder uses it to put a new source's cross-attention keys into its
+// slot (update shorter along the sequence).
 #include "core/dtype.h"
 #include "core/error.h"
 #include "graph/graph.h"

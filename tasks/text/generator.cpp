@@ -147,7 +147,7 @@ class Run {
         cross_rows_(HostTensor::zeros("cross_rows", DType::I32, {rows_, memory_capacity})),
         results_(sources.size()) {
     for (size_t i = 0; i < sources.size(); ++i) waiting_.push_back(static_cast<int64_t>(i));
-    // A row's beams read their source's cross-attention keys from its slot, for every position.
+    // Row r (a beam) reads its source's cross-attention keys from slot r / beams, at every position.
     int32_t* cross = cross_rows_.as<int32_t>();
     for (int64_t r = 0; r < rows_; ++r)
       std::fill_n(cross + r * memory_capacity, memory_capacity, static_cast<int32_t>(r / beams_));

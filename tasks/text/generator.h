@@ -2,8 +2,9 @@
 // graph/encoder_decoder.h): greedy and beam search as transformers' generate() does them,
 // with its logits processors (repetition penalty, no-repeat n-grams, bad words, minimum
 // length, forced BOS/EOS), over a batch of decoder slots. Each slot holds one source's beams;
-// when a source finishes, the next waiting source takes its slot at once (its encoder output
-// goes into the slot's rows), so a batch never waits for its longest sentence.
+// when a source finishes, the next waiting source takes its slot at once (the encoder writes
+// its cross-attention keys and values into the slot, once for all its beams), so a batch never
+// waits for its longest sentence.
 #pragma once
 
 #include <functional>

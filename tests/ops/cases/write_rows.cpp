@@ -1,6 +1,6 @@
 // write_rows: a state filled whole, then some rows replaced by rows of an update (others kept
-// with a negative index), as a new source's cross-attention keys land in its beams' rows of a
-// cache [rows, H, capacity, D] (update shorter along the sequence), and an update as large as
+// with a negative index), as a new source's cross-attention keys land in its slot of a cache
+// [slots, H, capacity, D] (update shorter along the sequence), and an update as large as
 // the target with a row taken twice; every element type, i32 and i64 indices.
 #include "core/dtype.h"
 #include "tests/ops/op_case.h"
