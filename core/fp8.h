@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "core/half.h"
@@ -57,7 +58,7 @@ inline float decode_e4m3(uint8_t b) {
 
 // An FP8 layer's weights as values: the stored E4M3 values w [out, ...] times their output
 // channel's scale (scale [out]), in place.
-inline void apply_channel_scales(std::vector<float>& w, const std::vector<float>& scale) {
+inline void apply_channel_scales(std::span<float> w, const std::vector<float>& scale) {
   const size_t per_out = w.size() / scale.size();
   for (size_t i = 0; i < w.size(); ++i) w[i] *= scale[i / per_out];
 }

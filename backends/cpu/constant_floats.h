@@ -5,9 +5,10 @@
 #pragma once
 
 #include <cstddef>
-#include <vector>
+#include <span>
 
 #include "backends/backend.h"
+#include "backends/cpu/pages.h"
 
 namespace kiln::cpu {
 
@@ -22,12 +23,16 @@ class ConstantFloats {
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   // The values as a copy the kernel may change (FP8 weights scaled per channel).
-  std::vector<float>& owned();
+  std::span<float> owned();
 
  private:
+  float* own(size_t n);  // owned_ for n values, not zeroed (they are written next)
+
   const float* data_ = nullptr;
   size_t size_ = 0;
-  std::vector<float> owned_;  // where data_ points when the bytes could not be used as they are
+  // Where data_ points when the bytes could not be used as they are: widened once at a model's
+  // first call, so in memory of its own (cpu/pages.h) rather than a zero-filled vector.
+  PageBuffer owned_;
 };
 
 }  // namespace kiln::cpu
