@@ -13,12 +13,18 @@ std::shared_ptr<Backend> make_cuda_backend(const std::string& precision);
 int64_t TensorRef::numel() const { return static_cast<int64_t>(checked_numel(shape, "tensor")); }
 size_t TensorRef::bytes() const { return checked_mul(numel(), dtype_size(dtype), "tensor bytes"); }
 
-std::vector<float> ConstantView::to_f32() const {
+int64_t ConstantView::numel() const {
   const int64_t n = static_cast<int64_t>(checked_numel(shape, "constant"));
   KILN_CHECK(bytes.size() == static_cast<size_t>(n) * dtype_size(dtype), "[engine] constant of {} bytes for shape {}",
              bytes.size(), to_string(shape));
-  std::vector<float> out(static_cast<size_t>(n));
-  convert_to_f32(dtype, bytes.data(), out.data(), n);
+  return n;
+}
+
+void ConstantView::to_f32(float* out) const { convert_to_f32(dtype, bytes.data(), out, numel()); }
+
+std::vector<float> ConstantView::to_f32() const {
+  std::vector<float> out(static_cast<size_t>(numel()));
+  to_f32(out.data());
   return out;
 }
 

@@ -63,6 +63,8 @@ struct ConstantView {
   DType dtype = DType::F32;
   Shape shape;
   std::span<const uint8_t> bytes;
+  int64_t numel() const;          // checked against the bytes
+  void to_f32(float* out) const;  // numel() values
   std::vector<float> to_f32() const;
 };
 using ConstantLookup = std::function<ConstantView(const std::string&)>;

@@ -132,14 +132,13 @@ Tensor Checkpoint::load(const std::string& name) {
   Tensor t = file_for(name).to_float(name);
   // A NaN or an infinity in a weight is a damaged file, not a model: every output it reaches
   // would be NaN, so the build stops here and names the tensor.
-  const auto bad = std::find_if(t.data.begin(), t.data.end(), [](float v) { return !std::isfinite(v); });
-  if (bad != t.data.end()) {
-    const auto count = std::count_if(bad, t.data.end(), [](float v) { return !std::isfinite(v); });
-    KILN_CHECK(false,
-               "[checkpoint] tensor '{}' holds {} NaN or infinite value{} (the first at element {} of {}): the "
-               "checkpoint is damaged",
-               name, count, count == 1 ? "" : "s", bad - t.data.begin(), t.data.size());
-  }
+  const auto not_finite = [](float v) { return !std::isfinite(v); };
+  const auto bad = std::find_if(t.data.begin(), t.data.end(), not_finite);
+  const auto count = [&] { return std::count_if(bad, t.data.end(), not_finite); };  // only on failure
+  KILN_CHECK(bad == t.data.end(),
+             "[checkpoint] tensor '{}' holds {} NaN or infinite value{} (the first at element {} of {}): the "
+             "checkpoint is damaged",
+             name, count(), count() == 1 ? "" : "s", bad - t.data.begin(), t.data.size());
   used_.insert(name);
   return t;
 }

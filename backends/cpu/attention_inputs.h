@@ -1,7 +1,7 @@
 // What the attention kernels (reference and fast) read from a node and its inputs: the
 // attributes; Q [B, H, Sq, D], K [Bkv, Hkv, Sk, D], V [Bkv, Hkv, Sk, Dv] (Bkv = B without
-// kv_rows), kv_length, the mask and kv_rows; and per query row where its query, keys, values and mask entries are and
-// how many keys it sees.
+// kv_rows), kv_length, the mask and kv_rows; and per query row where its query, keys, values
+// and mask entries are and how many keys it sees.
 #pragma once
 
 #include <cstdint>

@@ -3,10 +3,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/checked_math.h"
-#include "core/dtype.h"
-#include "core/error.h"
-
 namespace kiln::cpu {
 
 ConstantFloats::ConstantFloats(const ConstantView& view) {
@@ -14,10 +10,7 @@ ConstantFloats::ConstantFloats(const ConstantView& view) {
     data_ = reinterpret_cast<const float*>(view.bytes.data());
     size_ = view.bytes.size() / sizeof(float);
   } else {
-    const int64_t n = static_cast<int64_t>(checked_numel(view.shape, "constant"));
-    KILN_CHECK(view.bytes.size() == static_cast<size_t>(n) * dtype_size(view.dtype),
-               "[engine] constant of {} bytes for shape {}", view.bytes.size(), to_string(view.shape));
-    convert_to_f32(view.dtype, view.bytes.data(), own(static_cast<size_t>(n)), n);
+    view.to_f32(own(static_cast<size_t>(view.numel())));
   }
 }
 
