@@ -109,10 +109,16 @@ std::vector<TensorSpec> Model::outputs(const std::string& graph) const {
 Status Model::run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs, const std::string& graph) {
   try {
     const auto start = std::chrono::steady_clock::now();
-    *outputs = impl_->engine(graph).run(inputs);
+    Engine& engine = impl_->engine(graph);
+    const Engine::Planning before = engine.planning();
+    *outputs = engine.run(inputs);
+    const Engine::Planning after = engine.planning();
     GraphTime& t = impl_->times[impl_->graph_name(graph)];
     ++t.calls;
     t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    t.plans += after.plans - before.plans;
+    t.planning_seconds += after.seconds - before.seconds;
+    t.tuning_seconds += after.tuning_seconds - before.tuning_seconds;
     return Status::Ok();
   } catch (const std::exception& e) {
     return Status::Error(e.what());

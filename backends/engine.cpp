@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -123,6 +124,7 @@ struct Engine::Impl {
   std::map<std::string, int> problem_tuned;
   Observer observer;
   int fallback_nodes = 0;
+  Engine::Planning planning;
 
   Backend& primary() { return *backends[0]; }
   bool single_backend() const {  // every node on the primary backend (no CPU fallback)
@@ -266,6 +268,8 @@ std::string Engine::device() const { return impl_->backends[0]->device(); }
 const Graph& Engine::graph() const { return impl_->original; }
 const Graph& Engine::executed() const { return impl_->exec; }
 int Engine::cpu_fallback_nodes() const { return impl_->fallback_nodes; }
+
+Engine::Planning Engine::planning() const { return impl_->planning; }
 void Engine::set_observer(Observer observer) { impl_->observer = std::move(observer); }
 void Engine::reset_states() { impl_->states->reset(); }
 
@@ -326,8 +330,11 @@ Plan& Engine::Impl::plan_for(const Bindings& b, const std::vector<int>& taps) {
     release(*it->second);
     plans.erase(it);
   }
+  const auto start = std::chrono::steady_clock::now();
   auto plan = std::make_unique<Plan>();
   make_plan(*plan, k, b, taps);
+  ++planning.plans;
+  planning.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return *(plans[k] = std::move(plan));
 }
 
@@ -452,7 +459,9 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
   for (size_t bi = 0; bi < nb; ++bi)
     if (workspace[bi]) plan.workspace[bi] = backends[bi]->allocate(workspace[bi]);
   for (size_t i = 0; i < nodes.size(); ++i) plan.args[i].workspace = plan.workspace[node_backend[i]];
+  const auto tuning = std::chrono::steady_clock::now();
   choose_variants(plan, key);
+  planning.tuning_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - tuning).count();
   // One backend for everything, and a GPU: capture the whole run and replay it.
   if (single_backend() && primary().is_accelerator()) plan.replay = primary().capture([&] { execute(plan); });
 }

@@ -77,6 +77,15 @@ class Engine {
   const Graph& executed() const;   // as run: rewritten, placed (Node::device), copies added
   int cpu_fallback_nodes() const;  // nodes placed on the CPU although a GPU runs the rest
 
+  // Plans made so far (each new set of sizes, and each made again after a state changed shape)
+  // and the wall time they took: memory, kernel choices (timing them on GPUs), graph capture.
+  struct Planning {
+    int64_t plans = 0;
+    double seconds = 0;
+    double tuning_seconds = 0;  // of which choosing kernel variants
+  };
+  Planning planning() const;
+
   // Runs on tensors named like the graph's inputs (all of them); returns the graph's outputs,
   // then the named values in `taps`.
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs, const std::vector<std::string>& taps = {});

@@ -28,9 +28,11 @@ struct TextEvalArgs {
 void print_run_times(const Model& model, double seconds, bool json) {
   std::FILE* to = json ? stderr : stdout;
   double in_graphs = 0;
-  fmt::print(to, "{:<14} {:>8} {:>10} {:>12}\n", "graph", "calls", "total ms", "ms per call");
+  fmt::print(to, "{:<14} {:>8} {:>10} {:>12} {:>6} {:>12} {:>10}\n", "graph", "calls", "total ms", "ms per call",
+             "plans", "planning ms", "tuning ms");
   for (const auto& g : model.run_times()) {
-    fmt::print(to, "{:<14} {:>8} {:>10.1f} {:>12.4f}\n", g.graph, g.calls, 1e3 * g.seconds, 1e3 * g.seconds / g.calls);
+    fmt::print(to, "{:<14} {:>8} {:>10.1f} {:>12.4f} {:>6} {:>12.1f} {:>10.1f}\n", g.graph, g.calls, 1e3 * g.seconds,
+               1e3 * g.seconds / g.calls, g.plans, 1e3 * g.planning_seconds, 1e3 * g.tuning_seconds);
     in_graphs += g.seconds;
   }
   fmt::print(to, "{:<14} {:>8} {:>10.1f}\n", "outside graphs", "", 1e3 * (seconds - in_graphs));
