@@ -27,7 +27,9 @@ struct Model::Impl {
     const std::string& name = graph_name(g);
     auto& e = engines[name];
     if (!e) {
+      const auto start = std::chrono::steady_clock::now();
       e = std::make_unique<Engine>(bundle->graph(name), bundle->constants(), bundle->engine_options(device), states);
+      times[name].setup_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (observer) observe(name, *e);
     }
     return *e;

@@ -69,8 +69,13 @@ StateStore::Entry& StateStore::get(const std::string& name, const std::shared_pt
   e.data = backend->allocate(e.bytes);
   backend->zero(e.data, e.bytes);
   backend->synchronize();
-  ++generation_;
+  e.generation = ++generation_;
   return entries_[name] = e;
+}
+
+uint64_t StateStore::generation(const std::string& name) const {
+  const auto it = entries_.find(name);
+  return it == entries_.end() ? 0 : it->second.generation;
 }
 
 void StateStore::reset() {
@@ -95,7 +100,8 @@ struct Plan {
   std::vector<KernelArgs> args;  // per node
   std::vector<int> variants;     // per node
   std::unique_ptr<Replay> replay;
-  uint64_t state_generation = 0;
+  uint64_t state_generation = 0;  // the store's, when the plan was made or last found valid
+  std::vector<std::pair<std::string, uint64_t>> state_memory;  // each state it holds, its generation
   // Engine::run's own replay where inputs and outputs are small: the run with its copies from
   // and to page-locked host memory (`staging`), so that a call is one launch and one wait.
   std::unique_ptr<Replay> io_replay;
@@ -325,8 +331,16 @@ std::string Engine::Impl::key(const Bindings& b, const std::vector<int>& taps) c
 Plan& Engine::Impl::plan_for(const Bindings& b, const std::vector<int>& taps) {
   const std::string k = key(b, taps);
   auto it = plans.find(k);
+  if (it != plans.end() && it->second->state_generation != states->generation()) {
+    // Some state was made anew since: this plan holds on only if none of its own were (an
+    // encoder's plan outlives the decoder's caches being made after it).
+    Plan& p = *it->second;
+    if (std::all_of(p.state_memory.begin(), p.state_memory.end(),
+                    [&](const auto& m) { return states->generation(m.first) == m.second; }))
+      p.state_generation = states->generation();
+  }
   if (it != plans.end() && it->second->state_generation == states->generation()) return *it->second;
-  if (it != plans.end()) {  // a state was made anew (its shape changed): plan again
+  if (it != plans.end()) {  // one of its states was made anew (its shape changed): plan again
     release(*it->second);
     plans.erase(it);
   }
@@ -366,6 +380,7 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
     const Value& v = values[s];
     plan.ptr[s] = states->get(v.name, backends[value_backend[s]], v.dtype, plan.shapes[s]).data;
   }
+  for (int s : exec.states()) plan.state_memory.emplace_back(values[s].name, states->generation(values[s].name));
   plan.state_generation = states->generation();
 
   // Lifetimes of the values that own memory (roots), in steps; aliases extend their root's.

@@ -51,13 +51,17 @@ class StateStore {
     void* data = nullptr;
     DType dtype = DType::F32;
     Shape shape;
-    size_t bytes = 0;  // allocated, at least the shape's
+    size_t bytes = 0;         // allocated, at least the shape's
+    uint64_t generation = 0;  // the store's generation when this memory was allocated
   };
   // The state's memory for this shape on this backend: kept if it matches, zeroed and reused if
   // it is large enough (other plans keep their pointers), else made anew (a new generation).
   Entry& get(const std::string& name, const std::shared_ptr<Backend>& backend, DType dtype, const Shape& shape);
   void reset();                                        // zero every state
   uint64_t generation() const { return generation_; }  // changes whenever a state is made anew
+  // The generation of one state's memory (0: no such state): a plan holding its pointer stays
+  // valid while this does not change, whatever other states are made.
+  uint64_t generation(const std::string& name) const;
 
  private:
   std::map<std::string, Entry> entries_;

@@ -120,12 +120,14 @@ class Model {
   void reset_states();
   // Where run() spent its time since the last reset_run_times(), per graph: the calls and their
   // wall seconds (copies in, the run, the wait and the copies out). A task's time less these
-  // is the work of its own loop (kiln eval --profile). Of those seconds, the plans the calls made
-  // for sizes not seen before (memory, kernel choices timed on a GPU, graph capture).
+  // is the work of its own loop (kiln eval --profile). Of those seconds: the graph's engine, made
+  // at its first run (constants placed on the device, kernels made), and the plans the calls
+  // made for sizes not seen before (memory, kernel choices timed on a GPU, graph capture).
   struct GraphTime {
     std::string graph;
     int64_t calls = 0;
     double seconds = 0;
+    double setup_seconds = 0;
     int64_t plans = 0;
     double planning_seconds = 0;
     double tuning_seconds = 0;  // of planning_seconds, timing kernel variants

@@ -1,11 +1,13 @@
 // kiln translate, tokenize and eval on the marian-tiny-en-de fixture: input order kept across
 // batches, empty lines, over-long lines (truncated like transformers, with a note), invalid
 // UTF-8 (a one-line error naming the line), JSON output, BLEU/chrF with sacreBLEU's signature,
-// and checkpoints that must be refused with a clear message.
+// --profile's counts, and checkpoints that must be refused with a clear message.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 #include "tests/seq2seq_reference.h"
 
@@ -90,6 +92,55 @@ TEST(MarianCli, TokenizeAndEvalReportSacrebleuSignatures) {
   EXPECT_NEAR(j["bleu"].get<double>(), 100.0, 1e-9);
   EXPECT_NEAR(j["chrf"].get<double>(), 100.0, 1e-9);
   EXPECT_EQ(j["bleu_signature"], "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.3");
+}
+
+// --profile's rows per graph: calls, total ms, ms per call, setup ms, plans, planning ms, tuning
+// ms. A first run plans each graph and makes the decoder's engine (the encoder's, the bundle's
+// main graph, is made when the bundle loads); a run after a warm-up over the same lines makes
+// neither.
+TEST(MarianCli, EvalProfileCountsEnginesAndPlansMadeInTheTimedRun) {
+  const std::string bundle = seq2seq_bundle("marian-tiny-en-de");
+  Seq2SeqReference ref("marian-tiny-en-de");
+  std::string src;
+  for (int i = 0; i < 4; ++i) src += ref.json["examples"][i]["source"].get<std::string>() + "\n";
+  const std::string file = write("profile.txt", src);
+  struct Row {
+    int64_t calls = 0, plans = 0;
+    double setup_ms = 0;
+  };
+  const auto rows = [&](int warmup) {
+    std::string out;
+    EXPECT_EQ(run_command(kiln_bin() + " eval " + bundle + " --source " + file + " --target " + file +
+                              " --beams 2 --max-new-tokens 8 --device cpu --profile --warmup " + std::to_string(warmup),
+                          &out),
+              0)
+        << out;
+    std::map<std::string, Row> by_graph;
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream f(line);
+      std::string graph;
+      Row r;
+      double total = 0, per_call = 0;
+      if (f >> graph >> r.calls >> total >> per_call >> r.setup_ms >> r.plans) by_graph[graph] = r;
+    }
+    return by_graph;
+  };
+  const auto cold = rows(0);
+  ASSERT_EQ(cold.count("encoder"), 1u);
+  ASSERT_EQ(cold.size(), 2u) << "the encoder and one decoder graph";
+  for (const auto& [graph, r] : cold) {
+    EXPECT_GT(r.calls, 0) << graph;
+    EXPECT_GE(r.plans, 1) << graph;
+    if (graph != "encoder") EXPECT_GT(r.setup_ms, 0.0) << graph;
+  }
+  const auto warm = rows(4);
+  ASSERT_EQ(warm.size(), 2u);
+  for (const auto& [graph, r] : warm) {
+    EXPECT_GT(r.calls, 0) << graph;
+    EXPECT_EQ(r.setup_ms, 0.0) << graph;
+    EXPECT_EQ(r.plans, 0) << graph;
+  }
 }
 
 // A copy of the fixture with one file changed.
