@@ -64,6 +64,9 @@ StateStore::Entry& StateStore::get(const std::string& name, const std::shared_pt
     }
     e.backend->release(e.data);
     entries_.erase(it);
+    // Plans holding the freed memory must not pass the store-wide check, even if making the
+    // new memory below fails.
+    ++generation_;
   }
   Entry e{backend, nullptr, dtype, shape, bytes};
   e.data = backend->allocate(e.bytes);
@@ -346,7 +349,13 @@ Plan& Engine::Impl::plan_for(const Bindings& b, const std::vector<int>& taps) {
   }
   const auto start = std::chrono::steady_clock::now();
   auto plan = std::make_unique<Plan>();
-  make_plan(*plan, k, b, taps);
+  const double tuned_before = planning.tuning_seconds;
+  try {
+    make_plan(*plan, k, b, taps);
+  } catch (...) {  // a plan that failed counts nowhere
+    planning.tuning_seconds = tuned_before;
+    throw;
+  }
   ++planning.plans;
   planning.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return *(plans[k] = std::move(plan));

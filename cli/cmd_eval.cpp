@@ -32,6 +32,7 @@ void print_run_times(const Model& model, double seconds, bool json) {
   fmt::print(to, "{:<14} {:>8} {:>10} {:>12} {:>9} {:>6} {:>12} {:>10}\n", "graph", "calls", "total ms", "ms per call",
              "setup ms", "plans", "planning ms", "tuning ms");
   for (const auto& g : model.run_times()) {
+    if (g.calls == 0) continue;  // an engine made, not run (at load, or its only run failed)
     fmt::print(to, "{:<14} {:>8} {:>10.1f} {:>12.4f} {:>9.1f} {:>6} {:>12.1f} {:>10.1f}\n", g.graph, g.calls,
                1e3 * g.seconds, 1e3 * g.seconds / g.calls, 1e3 * g.setup_seconds, g.plans, 1e3 * g.planning_seconds,
                1e3 * g.tuning_seconds);

@@ -1,5 +1,7 @@
 // Engine::planning, which `kiln eval --profile` reports per graph: a plan is made once per set of
-// sizes, a run on sizes planned before makes none, and the time it took is counted with it.
+// sizes, a run on sizes planned before makes none, and the time it took is counted with it. A
+// plan is made again only when one of its own states moves to other memory, not when another
+// engine of the model makes its states.
 #include <gtest/gtest.h>
 
 #include "backends/engine.h"
@@ -31,11 +33,52 @@ TEST(EnginePlanning, CountsOnePlanPerSetOfSizes) {
   EXPECT_LE(first.tuning_seconds, first.seconds);
   run(3);
   engine.prepare({{"batch", 3}});
+  EXPECT_EQ(engine.planning().plans, 2) << "batch 3 was planned by its run";
+  engine.prepare({{"batch", 5}});
   const Engine::Planning second = engine.planning();
-  EXPECT_EQ(second.plans, 2);
+  EXPECT_EQ(second.plans, 3);
   EXPECT_GT(second.seconds, first.seconds);
   run(2);
-  EXPECT_EQ(engine.planning().plans, 2) << "batch 2 was planned before";
+  EXPECT_EQ(engine.planning().plans, 3) << "batch 2 was planned before";
+}
+
+// Two graphs of one model, each appending a row to a state of its own ([batch, 4, 2]) and
+// returning the state's sum over its rows, with one store for their states (as a model's
+// encoder and decoder have).
+TEST(EnginePlanning, APlanOutlivesStatesItDoesNotHold) {
+  ModelDefinition def;
+  for (const std::string name : {"first", "second"}) {
+    GraphBuilder b(def, name);
+    const int state = b.graph().add_state(name + "_cache", DType::F32, {{0, "batch"}, {4, ""}, {2, ""}});
+    const int pos = b.input("position", DType::I64, {{1, ""}});
+    const int row = b.input("row", DType::F32, {{0, "batch"}, {1, ""}, {2, ""}});
+    const int updated = b.op("dynamic_update_slice", "append", {state, row, pos}, {{"axis", int64_t{1}}});
+    b.output("sum", b.op("reduce", "sum", {updated}, {{"op", std::string("sum")}, {"axes", std::vector<int64_t>{1}}}));
+  }
+  def.validate();
+  auto store = std::make_shared<StateStore>();
+  Engine first(def.graph("first"), def.constants(), EngineOptions{"cpu"}, store);
+  Engine second(def.graph("second"), def.constants(), EngineOptions{"cpu"}, store);
+  // Row `at` of every batch entry set to `value`; returns the state's sum over rows, entry 0.
+  const auto append = [](Engine& e, int64_t batch, int64_t at, float value) {
+    const std::vector<float> row(static_cast<size_t>(batch * 2), value);
+    const auto out =
+        e.run({HostTensor::from_i64("position", {1}, {at}), HostTensor::from_f32("row", {batch, 1, 2}, row)});
+    return out.at(0).as<float>()[0];
+  };
+  EXPECT_EQ(append(first, 2, 0, 1.0f), 1.0f);
+  EXPECT_EQ(append(second, 2, 0, 5.0f), 5.0f);  // makes its state: the store's generation moves
+  EXPECT_EQ(append(first, 2, 1, 2.0f), 3.0f) << "the first state kept its rows";
+  EXPECT_EQ(first.planning().plans, 1) << "the second graph's state is none of the first plan's business";
+  EXPECT_EQ(append(second, 8, 0, 1.0f), 1.0f);  // a larger batch: the second state in new memory
+  EXPECT_EQ(append(first, 2, 2, 4.0f), 7.0f);
+  EXPECT_EQ(first.planning().plans, 1);
+  // The first state itself moves (a larger batch): the plan for batch 2 held its old memory and
+  // is made again on the new one, which the state, back at batch 2's shape, starts zeroed in.
+  EXPECT_EQ(append(first, 8, 0, 1.0f), 1.0f);
+  EXPECT_EQ(first.planning().plans, 2);
+  EXPECT_EQ(append(first, 2, 1, 3.0f), 3.0f);
+  EXPECT_EQ(first.planning().plans, 3);
 }
 
 }  // namespace
