@@ -277,7 +277,6 @@ std::string Engine::device() const { return impl_->backends[0]->device(); }
 const Graph& Engine::graph() const { return impl_->original; }
 const Graph& Engine::executed() const { return impl_->exec; }
 int Engine::cpu_fallback_nodes() const { return impl_->fallback_nodes; }
-
 Engine::Planning Engine::planning() const { return impl_->planning; }
 void Engine::set_observer(Observer observer) { impl_->observer = std::move(observer); }
 void Engine::reset_states() { impl_->states->reset(); }
@@ -343,7 +342,7 @@ Plan& Engine::Impl::plan_for(const Bindings& b, const std::vector<int>& taps) {
       p.state_generation = states->generation();
   }
   if (it != plans.end() && it->second->state_generation == states->generation()) return *it->second;
-  if (it != plans.end()) {  // one of its states was made anew (its shape changed): plan again
+  if (it != plans.end()) {  // one of its states moved to other memory (it grew): plan again
     release(*it->second);
     plans.erase(it);
   }

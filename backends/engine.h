@@ -82,8 +82,8 @@ class Engine {
   int cpu_fallback_nodes() const;  // nodes placed on the CPU although a GPU runs the rest
 
   // Plans made so far (each new set of sizes, and each made again because one of its states
-  // was made anew in other memory)
-  // and the wall time they took: memory, kernel choices (timing them on GPUs), graph capture.
+  // moved to other memory) and the wall time they took: memory, kernel choices (timing them on
+  // GPUs), graph capture.
   struct Planning {
     int64_t plans = 0;
     double seconds = 0;

@@ -121,7 +121,7 @@ class Model {
   // Where run() spent its time since the last reset_run_times(), per graph: the calls and their
   // wall seconds (copies in, the run, the wait and the copies out). A task's time less these
   // is the work of its own loop (kiln eval --profile). Of those seconds: the graph's engine, made
-  // at its first run (constants placed on the device, kernels made), and the plans the calls
+  // at its first use (constants placed on the device, kernels made), and the plans the calls
   // made for sizes not seen before, or again where a state they hold moved (memory, kernel choices
   // timed on a GPU, graph capture).
   struct GraphTime {
