@@ -333,17 +333,16 @@ std::string Engine::Impl::key(const Bindings& b, const std::vector<int>& taps) c
 Plan& Engine::Impl::plan_for(const Bindings& b, const std::vector<int>& taps) {
   const std::string k = key(b, taps);
   auto it = plans.find(k);
-  if (it != plans.end() && it->second->state_generation != states->generation()) {
+  if (it != plans.end()) {
+    Plan& p = *it->second;
     // Some state was made anew since: this plan holds on only if none of its own were (an
     // encoder's plan outlives the decoder's caches being made after it).
-    Plan& p = *it->second;
-    if (std::all_of(p.state_memory.begin(), p.state_memory.end(),
+    if (p.state_generation != states->generation() &&
+        std::all_of(p.state_memory.begin(), p.state_memory.end(),
                     [&](const auto& m) { return states->generation(m.first) == m.second; }))
       p.state_generation = states->generation();
-  }
-  if (it != plans.end() && it->second->state_generation == states->generation()) return *it->second;
-  if (it != plans.end()) {  // one of its states moved to other memory (it grew): plan again
-    release(*it->second);
+    if (p.state_generation == states->generation()) return p;
+    release(p);  // one of its states moved to other memory (it grew): plan again
     plans.erase(it);
   }
   const auto start = std::chrono::steady_clock::now();
@@ -386,9 +385,10 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
 
   for (int s : exec.states()) {
     const Value& v = values[s];
-    plan.ptr[s] = states->get(v.name, backends[value_backend[s]], v.dtype, plan.shapes[s]).data;
+    const StateStore::Entry& e = states->get(v.name, backends[value_backend[s]], v.dtype, plan.shapes[s]);
+    plan.ptr[s] = e.data;
+    plan.state_memory.emplace_back(v.name, e.generation);
   }
-  for (int s : exec.states()) plan.state_memory.emplace_back(values[s].name, states->generation(values[s].name));
   plan.state_generation = states->generation();
 
   // Lifetimes of the values that own memory (roots), in steps; aliases extend their root's.
