@@ -82,39 +82,74 @@ int compute_capability() {
 
 // --- Packed weights
 
-size_t CudaWeights::reserve(size_t bytes) {
-  const size_t off = (host_.size() + 255) / 256 * 256;
-  host_.resize(off + bytes);
+size_t CudaWeights::place(size_t bytes) {
+  KILN_CHECK(!device_, "[cuda] a kernel packed weights after they were uploaded");
+  const size_t off = (size_ + 255) / 256 * 256;
+  size_ = off + bytes;
   return off;
 }
 
+uint8_t* CudaWeights::make(size_t bytes, size_t* offset) {
+  *offset = place(bytes);
+  pieces_.push_back({*offset, std::vector<uint8_t>(bytes), {}});
+  return pieces_.back().made.data();
+}
+
 size_t CudaWeights::add_f16(std::span<const float> v) {
-  const size_t off = reserve(v.size() * 2);
-  for (size_t i = 0; i < v.size(); ++i) {
-    const uint16_t h = float_to_half(v[i]);
-    std::memcpy(host_.data() + off + 2 * i, &h, 2);
+  size_t off = 0;
+  convert_from_f32(DType::F16, v.data(), make(v.size() * 2, &off), static_cast<int64_t>(v.size()));
+  return off;
+}
+
+size_t CudaWeights::add_f16(const ConstantView& c, size_t count) {
+  const size_t n = static_cast<size_t>(c.numel());
+  KILN_CHECK(n <= count, "[cuda] a constant of {} values packed into {}", n, count);
+  if (c.dtype == DType::F16) {
+    const size_t off = place(count * 2);
+    pieces_.push_back({off, {}, c.bytes});  // the padding: the upload zeroes the whole buffer first
+    return off;
+  }
+  size_t off = 0;
+  uint8_t* out = make(count * 2, &off);
+  // In slices, so that no fp32 copy of a large weight is made.
+  constexpr size_t kSlice = 16384;
+  std::vector<float> f(std::min(n, kSlice));
+  const size_t width = dtype_size(c.dtype);
+  for (size_t i = 0; i < n; i += kSlice) {
+    const int64_t k = static_cast<int64_t>(std::min(kSlice, n - i));
+    convert_to_f32(c.dtype, c.bytes.data() + i * width, f.data(), k);
+    convert_from_f32(DType::F16, f.data(), out + 2 * i, k);
   }
   return off;
 }
 
 size_t CudaWeights::add_f32(std::span<const float> v) {
-  const size_t off = reserve(v.size() * 4);
-  std::memcpy(host_.data() + off, v.data(), v.size() * 4);
+  size_t off = 0;
+  std::memcpy(make(v.size() * 4, &off), v.data(), v.size() * 4);
   return off;
 }
 
 size_t CudaWeights::add_e4m3(std::span<const float> v) {
-  const size_t off = reserve(v.size());
-  for (size_t i = 0; i < v.size(); ++i) host_[off + i] = encode_e4m3(v[i]);
+  size_t off = 0;
+  uint8_t* out = make(v.size(), &off);
+  for (size_t i = 0; i < v.size(); ++i) out[i] = encode_e4m3(v[i]);
   return off;
 }
 
-void CudaWeights::upload() {
-  if (device_ || host_.empty()) return;
-  KILN_CUDA_CHECK(cudaMalloc(&device_, host_.size()));
-  KILN_CUDA_CHECK(cudaMemcpy(device_, host_.data(), host_.size(), cudaMemcpyHostToDevice));
-  host_.clear();
-  host_.shrink_to_fit();
+// Pageable sources: each copy is staged before cudaMemcpyAsync returns; the stream is waited
+// for so that no kernel on another stream can read the weights before they arrive.
+void CudaWeights::upload(cudaStream_t stream) {
+  if (device_ || pieces_.empty()) return;
+  KILN_CUDA_CHECK(cudaMalloc(&device_, size_));
+  KILN_CUDA_CHECK(cudaMemsetAsync(device_, 0, size_, stream));
+  for (const Piece& p : pieces_) {
+    const std::span<const uint8_t> bytes = p.borrowed.empty() ? std::span<const uint8_t>(p.made) : p.borrowed;
+    KILN_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(device_) + p.offset, bytes.data(), bytes.size(),
+                                    cudaMemcpyHostToDevice, stream));
+  }
+  KILN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  pieces_.clear();
+  pieces_.shrink_to_fit();
 }
 
 CudaWeights::~CudaWeights() { cudaFree(device_); }

@@ -22,7 +22,7 @@ class CudaBackend : public Backend {
   bool supports(const Graph& graph, const Node& node) const override;
   void fuse(Graph& graph) const override;
   std::unique_ptr<Kernel> make_kernel(const Graph& graph, int node, const ConstantLookup& constants) override;
-  void kernels_made() override { weights_.upload(); }
+  void kernels_made() override { weights_.upload(stream_); }
   void* allocate(size_t bytes) override;
   void release(void* p) override;
   void upload(void* dst, const void* src, size_t bytes) override;

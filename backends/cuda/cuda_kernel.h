@@ -28,6 +28,10 @@ class CudaBackend;
 class CudaWeights {
  public:
   size_t add_f16(std::span<const float> v);
+  // A constant as fp16, zero-filled to `count` values. One stored as fp16 (an fp16 bundle's
+  // GEMM weights, most of its bytes) is not copied on the host: the upload reads it from the
+  // lookup, whose bytes outlive the making of the kernels.
+  size_t add_f16(const ConstantView& c, size_t count);
   size_t add_f32(std::span<const float> v);
   size_t add_e4m3(std::span<const float> v);  // values already on the E4M3 grid
   // Valid once uploaded (after Backend::kernels_made()).
@@ -36,12 +40,19 @@ class CudaWeights {
   const T* get(size_t offset) const {
     return static_cast<const T*>(at(offset));
   }
-  void upload();
+  void upload(cudaStream_t stream);
   ~CudaWeights();
 
  private:
-  size_t reserve(size_t bytes);
-  std::vector<uint8_t> host_;
+  struct Piece {
+    size_t offset;
+    std::vector<uint8_t> made;          // converted or padded here
+    std::span<const uint8_t> borrowed;  // or read from the lookup at upload
+  };
+  size_t place(size_t bytes);  // the next aligned offset, for `bytes` more
+  uint8_t* make(size_t bytes, size_t* offset);
+  std::vector<Piece> pieces_;
+  size_t size_ = 0;
   void* device_ = nullptr;
 };
 

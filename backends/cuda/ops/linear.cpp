@@ -64,10 +64,12 @@ class LinearKernel : public Kernel {
     n_ = gemm_ ? round_up_8(w_shape_[0]) : w_shape_[0];
     fp8_ = input_dtype(g, n, Weight) == DType::F8E4M3;
     lt_fits_ = gemm_ && !fp8_ && (act_ == cuda::Act::None || act_ == cuda::Act::ReLU) && CublasLtGemm::available();
-    std::vector<float> w = c.constants(g.values()[n.inputs[Weight]].name).to_f32();
-    w.resize(static_cast<size_t>(n_ * w_shape_[1]), 0.0f);  // padded outputs: zero weights
+    const ConstantView weight = c.constants(g.values()[n.inputs[Weight]].name);
+    const size_t padded = static_cast<size_t>(n_ * w_shape_[1]);  // padded outputs: zero weights
     if (fp8_) {
       // E4M3 codes as stored; the GEMM scales each output column by input scale x weight scale.
+      std::vector<float> w = weight.to_f32();
+      w.resize(padded, 0.0f);
       weight_ = c.weights.add_e4m3(w);
       input_scale_ = static_cast<float>(n.attrs.get_float("input_scale"));
       std::vector<float> col = c.constants(g.values()[n.inputs[WeightScale]].name).to_f32();
@@ -75,7 +77,7 @@ class LinearKernel : public Kernel {
       col.resize(static_cast<size_t>(n_), 0.0f);
       col_scale_ = c.weights.add_f32(col);
     } else {
-      weight_ = gemm_ ? c.weights.add_f16(w) : c.weights.add_f32(w);
+      weight_ = gemm_ ? c.weights.add_f16(weight, padded) : c.weights.add_f32(weight.to_f32());
     }
     if (n.input(Bias) >= 0) {
       std::vector<float> b = c.constants(g.values()[n.inputs[Bias]].name).to_f32();
