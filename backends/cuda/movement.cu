@@ -2,6 +2,9 @@
 // at a time (grid-stride): its flat index mapped through the views to the source (and, for a
 // strided copy, destination) offsets, and the element moved as an unsigned integer of its size
 // (a strided copy widens its elements first where it can: widened()).
+#include <algorithm>
+#include <vector>
+
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/movement.cuh"
 #include "backends/cuda/numeric.cuh"
@@ -19,6 +22,26 @@ __global__ void strided_copy_kernel(StridedCopyArgs a) {
   const T* x = static_cast<const T*>(a.x) + a.x_base;
   T* y = static_cast<T*>(a.y) + a.y_base;
   for (int64_t i = first_index(); i < a.n; i += grid_stride()) y[a.dst(i)] = x[a.src(i)];
+}
+
+// Up to kBatchedCopies copies, block row blockIdx.y doing copy blockIdx.y; each copy is picked
+// by a constant index (the unrolled loop), so that its views stay in the parameter bank.
+constexpr int kBatchedCopies = 8;
+struct CopyBatch {
+  StridedCopyArgs copy[kBatchedCopies];
+};
+
+template <typename T>
+__global__ void strided_copies_kernel(CopyBatch batch) {
+  wait_for_predecessor();
+#pragma unroll
+  for (int c = 0; c < kBatchedCopies; ++c) {
+    if (c != static_cast<int>(blockIdx.y)) continue;
+    const StridedCopyArgs& a = batch.copy[c];
+    const T* x = static_cast<const T*>(a.x) + a.x_base;
+    T* y = static_cast<T*>(a.y) + a.y_base;
+    for (int64_t i = first_index(); i < a.n; i += grid_stride()) y[a.dst(i)] = x[a.src(i)];
+  }
 }
 
 template <typename T>
@@ -86,6 +109,36 @@ void launch_strided_copy(const StridedCopyArgs& copy, cudaStream_t stream) {
     using T = typename decltype(tag)::type;
     launch(strided_copy_kernel<T>, grid_blocks(args.n), kBlockThreads, 0, stream, args);
   });
+}
+
+void launch_strided_copies(const std::vector<StridedCopyArgs>& copies, cudaStream_t stream) {
+  std::vector<StridedCopyArgs> todo;
+  for (const StridedCopyArgs& c : copies)
+    if (c.n > 0) todo.push_back(widened(c));
+  const bool one_size =
+      std::all_of(todo.begin(), todo.end(), [&](const StridedCopyArgs& c) { return c.elem_size == todo[0].elem_size; });
+  if (todo.size() < 2 || !one_size) {
+    for (const StridedCopyArgs& c : todo) launch_strided_copy(c, stream);
+    return;
+  }
+  for (size_t first = 0; first < todo.size(); first += kBatchedCopies) {
+    const size_t count = std::min<size_t>(kBatchedCopies, todo.size() - first);
+    CopyBatch batch;
+    int64_t most = 0;
+    for (size_t c = 0; c < count; ++c) {
+      batch.copy[c] = todo[first + c];
+      most = std::max(most, batch.copy[c].n);
+    }
+    const dim3 grid(grid_blocks(most), static_cast<unsigned>(count));
+    if (todo[0].elem_size == 16) {
+      launch(strided_copies_kernel<uint4>, grid, kBlockThreads, 0, stream, batch);
+      continue;
+    }
+    dispatch_size(todo[0].elem_size, "strided copy", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      launch(strided_copies_kernel<T>, grid, kBlockThreads, 0, stream, batch);
+    });
+  }
 }
 
 void launch_pad(const void* x, void* y, int64_t n, int elem_size, const PadIndex& pad, uint64_t fill,

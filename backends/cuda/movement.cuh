@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "backends/cuda/strided.cuh"
 
@@ -23,6 +24,10 @@ struct StridedCopyArgs {
   int elem_size = 4;
 };
 void launch_strided_copy(const StridedCopyArgs& args, cudaStream_t stream);
+// Several copies in one launch where they move elements of one size (a split's outputs, a
+// concat's inputs): a launch in a captured replay costs about as much as a small copy, and a
+// decoder step split its stacked q, k, v in three launches per layer.
+void launch_strided_copies(const std::vector<StridedCopyArgs>& copies, cudaStream_t stream);
 
 // y[i] = x[pad(i)] for i in [0, n), or `fill` where pad(i) is padding (fill holds the element's
 // bytes in its low bytes, little-endian). x is not read where every element is padding.

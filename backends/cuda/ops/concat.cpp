@@ -1,5 +1,8 @@
-// concat on CUDA: per input, one strided copy (backends/cuda/movement.cuh) of any element type
-// into its place along the axis: y as [outer, total * inner], the input as [outer, dim * inner].
+// concat on CUDA: per input, a strided copy (backends/cuda/movement.cuh) of any element type into
+// its place along the axis: y as [outer, total * inner], the input as [outer, dim * inner]; the
+// copies go in one launch where they can.
+#include <vector>
+
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/movement.cuh"
 #include "backends/cuda/strided.h"
@@ -18,6 +21,7 @@ class ConcatKernel : public Kernel {
     const cuda::AxisView out = cuda::axis_view(y.shape, axis);
     const int64_t y_row = out.dim * out.inner;
     int64_t offset = 0;  // along the axis, in y
+    std::vector<cuda::StridedCopyArgs> copies;
     for (const TensorRef& x : a.inputs) {
       const int64_t row = x.shape[axis] * out.inner;
       const auto views = cuda::strided_views<2>({out.outer, row}, {cuda::Strides{row, 1}, cuda::Strides{y_row, 1}});
@@ -29,9 +33,10 @@ class ConcatKernel : public Kernel {
       c.dst = views[1];
       c.n = out.outer * row;  // 0 for an empty input, which may have no memory: nothing is launched
       c.elem_size = static_cast<int>(dtype_size(y.dtype));
-      cuda::launch_strided_copy(c, stream_of(a));
+      copies.push_back(c);
       offset += x.shape[axis];
     }
+    cuda::launch_strided_copies(copies, stream_of(a));
   }
 
  private:

@@ -1,5 +1,8 @@
-// split on CUDA: per output, one strided copy (backends/cuda/movement.cuh) of any element type
-// from its place along the axis: x as [outer, total * inner], the output as [outer, size * inner].
+// split on CUDA: per output, a strided copy (backends/cuda/movement.cuh) of any element type from
+// its place along the axis: x as [outer, total * inner], the output as [outer, size * inner]; the
+// copies go in one launch where they can.
+#include <vector>
+
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/movement.cuh"
 #include "backends/cuda/strided.h"
@@ -18,6 +21,7 @@ class SplitKernel : public Kernel {
     const cuda::AxisView in = cuda::axis_view(x.shape, axis);
     const int64_t x_row = in.dim * in.inner;
     int64_t offset = 0;  // along the axis, in x
+    std::vector<cuda::StridedCopyArgs> copies;
     for (const TensorRef& y : a.outputs) {
       const int64_t row = y.shape[axis] * in.inner;
       const auto views = cuda::strided_views<2>({in.outer, row}, {cuda::Strides{x_row, 1}, cuda::Strides{row, 1}});
@@ -29,9 +33,10 @@ class SplitKernel : public Kernel {
       c.dst = views[1];
       c.n = in.outer * row;  // 0 for an empty output, which may have no memory: nothing is launched
       c.elem_size = static_cast<int>(dtype_size(x.dtype));
-      cuda::launch_strided_copy(c, stream_of(a));
+      copies.push_back(c);
       offset += y.shape[axis];
     }
+    cuda::launch_strided_copies(copies, stream_of(a));
   }
 
  private:

@@ -1,5 +1,5 @@
-// concat: one to three inputs along the first, a middle and the last axis (negative too), size
-// 1, an empty input, and NHWC channel concats (one over 1 MiB), for floats and integers.
+// concat: one to three and ten inputs along the first, a middle and the last axis (negative
+// too), size 1, an empty input, and NHWC channel concats (one over 1 MiB), for floats and integers.
 #include <fmt/format.h>
 
 #include "tests/ops/op_case.h"
@@ -19,7 +19,9 @@ KILN_OP_CASES(concat) {
       {{{2, 5, 6, 16}, {2, 5, 6, 8}, {2, 5, 6, 24}}, -1},
       {{{1, 3, 4, 12}, {1, 3, 4, 4}}, 3},
       // over 1 MiB: the CPU kernel's rows over the threads
-      {{{1, 64, 80, 16}, {1, 64, 80, 16}, {1, 64, 80, 32}}, -1}};
+      {{{1, 64, 80, 16}, {1, 64, 80, 16}, {1, 64, 80, 32}}, -1},
+      // more inputs than the GPU copies in one launch
+      {std::vector<Shape>(10, Shape{2, 3}), -1}};
   for (DType t : {DType::F32, DType::F16, DType::I32})
     for (const auto& [shapes, axis] : specs) {
       std::string variant = fmt::format("axis{}", axis);
