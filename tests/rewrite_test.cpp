@@ -93,6 +93,41 @@ TEST(Rewrites, AnFp8OutputOnlyWhereItsReaderKeepsAFastKernel) {
             DType::F16);
 }
 
+// A generator's log_softmax -> topk becomes one node that picks what the two did, bans
+// included; log-probabilities something else reads stay.
+TEST(Rewrites, LogSoftmaxThenTopkFusesAndPicksTheSame) {
+  auto graph_with = [](bool scores_out) {
+    ModelDefinition def;
+    GraphBuilder b(def);
+    const int x = b.input("x", DType::F32, {{3, ""}, {50, ""}});
+    const int banned = b.input("banned", DType::I64, {{3, ""}, {2, ""}});
+    const int scores = b.op("log_softmax", "log_probs", {x, banned});
+    const auto best = b.graph().add_node("topk", "best", {scores}, {{"k", int64_t{4}}});
+    b.output("scores", best[0]);
+    b.output("tokens", best[1]);
+    if (scores_out) b.output("log_probs", scores);
+    def.validate();
+    return def;
+  };
+  std::vector<float> x(150);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 50) * 0.25f - 3.0f;
+  // Row 0 bans its two best tokens, row 1 nothing (padding), row 2 one token twice.
+  const std::vector<HostTensor> in = {HostTensor::from_f32("x", {3, 50}, x),
+                                      HostTensor::from_i64("banned", {3, 2}, {27, 4, -1, -1, 5, 5})};
+  const ModelDefinition def = graph_with(false);
+  Engine reference(def.graph(), def.constants(), EngineOptions{"cpu"});
+  auto fused = fusing_engine(def, false);
+  auto ops = op_counts(*fused);
+  EXPECT_EQ(ops["log_softmax_topk"], 1);
+  EXPECT_EQ(ops["log_softmax"] + ops["topk"], 0);
+  const auto want = reference.run(in), got = fused->run(in);
+  EXPECT_EQ(got[1].to_f32(), want[1].to_f32());
+  const auto v = got[0].to_f32(), w = want[0].to_f32();
+  EXPECT_LT(test::max_abs_diff(v.data(), w.data(), w.size()), 1e-6);
+  EXPECT_NE(want[1].to_f32()[0], 27.0f);  // the ban held
+  EXPECT_EQ(op_counts(*fusing_engine(graph_with(true), false))["log_softmax_topk"], 0);
+}
+
 TEST(Rewrites, TheB0CheckpointRewrittenComputesTheSame) {
   Checkpoint ckpt(test::data_path("checkpoints/efficientnet_b0.tfhub-transplant"));
   const ModelDefinition def = FamilyRegistry::instance().find_family("efficientnet_b0")->build(ckpt);

@@ -15,6 +15,13 @@
 // is five shuffles and compares of plain integers: an earlier version compared (float, int64)
 // pairs with NaN rules at every step, and at 128 rows of a 58101 vocabulary its first level was
 // instruction-bound at 0.28 ms on an H200.
+//
+// log_softmax_topk takes the same levels over the scores x (f16 or f32) rather than their
+// log-probabilities: the first level also keeps each segment's max and sum of exp(x - max), and
+// ranks banned entries as -inf; the last subtracts the row's log(sum(exp(x))) from the k picks.
+// So the [rows, vocabulary] log-probabilities are neither written nor read again (on an H100, at
+// 128 rows of a 58101 vocabulary, log_softmax's two kernels took 48 us before the top-k's 80).
+#include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/numeric.cuh"
 #include "backends/cuda/ranked.cuh"
@@ -49,6 +56,12 @@ __device__ __forceinline__ uint64_t pack(float v, int64_t index, bool largest) {
 
 __device__ __forceinline__ int64_t index_of(uint64_t e) { return ~static_cast<uint32_t>(e); }
 
+// The value a largest-first word was packed from (-0 comes back as +0, which subtracts alike).
+__device__ __forceinline__ float value_of(uint64_t e) {
+  const uint32_t k = static_cast<uint32_t>(e >> 32);
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+
 __device__ __forceinline__ uint64_t warp_max(uint64_t v) {
 #pragma unroll
   for (int mask = 16; mask > 0; mask /= 2) {
@@ -58,12 +71,23 @@ __device__ __forceinline__ uint64_t warp_max(uint64_t v) {
   return v;
 }
 
+// What log_softmax_topk adds to the levels (kSoftmax).
+struct SoftmaxPart {
+  const void* banned = nullptr;  // [rows, per_row], i32 or i64, -1 padding
+  bool banned_i64 = true;
+  int64_t per_row = 0;
+  uint32_t* error = nullptr;  // a banned index past the row sets error_bit
+  uint32_t error_bit = 0;
+  float2* stats = nullptr;  // [rows, first-level segments]: max and sum of exp(x - max)
+  int64_t segments = 0;     // first-level segments per row
+};
+
 // One level over rows of `count` entries: the row's own values (kRaw, x of type T) or the
 // previous level's packed candidates. The last level (kFinal) writes the op's outputs; the
 // others write k candidates per segment (0 where a segment holds fewer than k).
-template <typename T, bool kRaw, bool kFinal>
+template <typename T, bool kRaw, bool kFinal, bool kSoftmax = false>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    topk_rows_kernel(TopkArgs p, const uint64_t* in, int64_t count, uint64_t* out) {
+    topk_rows_kernel(TopkArgs p, const uint64_t* in, int64_t count, uint64_t* out, SoftmaxPart sm) {
   wait_for_predecessor();
   const int lane = threadIdx.x % 32;
   const int64_t segment = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
@@ -74,15 +98,54 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const T* x = static_cast<const T*>(p.x) + row * p.view.dim;
 
   uint64_t e[kPerLane];
+  // log_softmax_topk: this lane's running max and sum of exp(x - max) over its scores (banned
+  // ones too, as log_softmax's sum), rescaled as the max grows; -inf scores add nothing.
+  float lane_max = -INFINITY, lane_sum = 0.0f;
 #pragma unroll
   for (int u = 0; u < kPerLane; ++u) {
     const int64_t j = segment * kSegment + u * 32 + lane;
     e[u] = 0;
     if (j < count) {
-      if constexpr (kRaw)
-        e[u] = pack(key(x[j]), j, largest);
-      else
+      if constexpr (kRaw) {
+        const float v = key(x[j]);
+        e[u] = pack(v, j, largest);
+        if constexpr (kSoftmax) {
+          if (v > lane_max) {
+            lane_sum = lane_sum * expf(lane_max - v) + 1.0f;
+            lane_max = v;
+          } else if (v != -INFINITY) {
+            lane_sum += expf(v - lane_max);  // NaN stays NaN, as in log_softmax
+          }
+        }
+      } else {
         e[u] = in[row * count + j];
+      }
+    }
+  }
+  if constexpr (kRaw && kSoftmax) {
+    // The segment's max and sum; a segment of nothing but -inf adds nothing.
+    const float max = block_reduce::warp_max(lane_max);
+    const float sum = block_reduce::warp_sum(lane_max == -INFINITY ? 0.0f : lane_sum * expf(lane_max - max));
+    if (lane == 0) sm.stats[row * sm.segments + segment] = make_float2(max, sum);
+    // Banned entries rank as -inf; the lane holding one finds it by a constant register index.
+    // The row's bans are loaded 32 at a time, a lane each, and passed round the warp.
+    const int64_t base = segment * kSegment;
+    for (int64_t b0 = 0; b0 < sm.per_row; b0 += 32) {
+      int64_t mine = -1;
+      if (b0 + lane < sm.per_row) {
+        const int64_t at = row * sm.per_row + b0 + lane;
+        mine = sm.banned_i64 ? static_cast<const int64_t*>(sm.banned)[at] : static_cast<const int32_t*>(sm.banned)[at];
+      }
+      if (mine >= p.view.dim && segment == 0) atomicOr(sm.error, sm.error_bit);
+      const int n = static_cast<int>(min(int64_t{32}, sm.per_row - b0));
+      for (int q = 0; q < n; ++q) {
+        const int64_t t = __shfl_sync(0xffffffffu, mine, q);
+        if (t >= base && t < base + kSegment && t < p.view.dim && (t - base) % 32 == lane) {
+#pragma unroll
+          for (int u = 0; u < kPerLane; ++u)
+            if (u == (t - base) / 32) e[u] = pack(-INFINITY, t, true);
+        }
+      }
     }
   }
   // This lane's best two entries (below `below` unless `all`; 0: none).
@@ -112,10 +175,24 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       }
     }
   }
+  float log_sum = 0.0f;
+  if constexpr (kFinal && kSoftmax) {  // the row's log(sum(exp(x))) from its segments' stats
+    const float2* st = sm.stats + row * sm.segments;
+    float max = -INFINITY;
+    for (int64_t c = lane; c < sm.segments; c += 32) max = fmaxf(max, st[c].x);
+    max = block_reduce::warp_max(max);
+    float sum = 0.0f;
+    for (int64_t c = lane; c < sm.segments; c += 32)
+      if (st[c].x != -INFINITY) sum += st[c].y * expf(st[c].x - max);
+    log_sum = max + logf(block_reduce::warp_sum(sum));
+  }
   if (lane >= p.k) return;
   if constexpr (kFinal) {  // k <= dim: every pick of the last level is an entry
     const int64_t i = index_of(chosen);
-    static_cast<T*>(p.values)[row * p.k + lane] = x[i];
+    if constexpr (kSoftmax)
+      static_cast<float*>(p.values)[row * p.k + lane] = value_of(chosen) - log_sum;
+    else
+      static_cast<T*>(p.values)[row * p.k + lane] = x[i];
     p.indices[row * p.k + lane] = i;
   } else {
     out[(row * segments + segment) * p.k + lane] = chosen;
@@ -127,16 +204,12 @@ size_t level_bytes(const TopkArgs& p) {
   return (bytes + 255) / 256 * 256;
 }
 
-}  // namespace
-
-bool topk_rows_fits(const TopkArgs& p) {
-  return p.view.inner == 1 && p.k >= 1 && p.k <= kMaxK && p.view.dim > kSegment && p.view.dim < kMaxDim &&
-         p.view.outer <= kMaxRows;
+size_t stats_bytes(const TopkArgs& p) {
+  return static_cast<size_t>(p.view.outer * segments_of(p.view.dim)) * sizeof(float2);
 }
 
-size_t topk_rows_workspace_bytes(const TopkArgs& p) { return topk_rows_fits(p) ? 2 * level_bytes(p) : 0; }
-
-void launch_topk_rows(const TopkArgs& p, cudaStream_t stream) {
+template <bool kSoftmax>
+void launch_levels(const TopkArgs& p, const SoftmaxPart& sm, cudaStream_t stream) {
   const int64_t rows = p.view.outer;
   if (rows <= 0) return;
   // Two candidate buffers of [rows, candidates] words: levels alternate between them.
@@ -153,15 +226,45 @@ void launch_topk_rows(const TopkArgs& p, cudaStream_t stream) {
     while (count > kSegment) {
       uint64_t* out = buffers[level % 2];
       if (level == 0)
-        launch(topk_rows_kernel<T, true, false>, grid(count), kWarpsPerBlock * 32, 0, stream, p, in, count, out);
+        launch(topk_rows_kernel<T, true, false, kSoftmax>, grid(count), kWarpsPerBlock * 32, 0, stream, p, in, count,
+               out, sm);
       else
-        launch(topk_rows_kernel<T, false, false>, grid(count), kWarpsPerBlock * 32, 0, stream, p, in, count, out);
+        launch(topk_rows_kernel<T, false, false, kSoftmax>, grid(count), kWarpsPerBlock * 32, 0, stream, p, in, count,
+               out, sm);
       in = out;
       count = segments_of(count) * p.k;
       ++level;
     }
-    launch(topk_rows_kernel<T, false, true>, grid(count), kWarpsPerBlock * 32, 0, stream, p, in, count, nullptr);
+    launch(topk_rows_kernel<T, false, true, kSoftmax>, grid(count), kWarpsPerBlock * 32, 0, stream, p, in, count,
+           nullptr, sm);
   });
+}
+
+}  // namespace
+
+bool topk_rows_fits(const TopkArgs& p) {
+  return p.view.inner == 1 && p.k >= 1 && p.k <= kMaxK && p.view.dim > kSegment && p.view.dim < kMaxDim &&
+         p.view.outer <= kMaxRows;
+}
+
+size_t topk_rows_workspace_bytes(const TopkArgs& p) { return topk_rows_fits(p) ? 2 * level_bytes(p) : 0; }
+
+void launch_topk_rows(const TopkArgs& p, cudaStream_t stream) { launch_levels<false>(p, SoftmaxPart{}, stream); }
+
+size_t log_softmax_topk_rows_workspace_bytes(const LogSoftmaxTopkArgs& a) {
+  return topk_rows_fits(a.topk) ? 2 * level_bytes(a.topk) + stats_bytes(a.topk) : 0;
+}
+
+void launch_log_softmax_topk_rows(const LogSoftmaxTopkArgs& a, cudaStream_t stream) {
+  SoftmaxPart sm;
+  sm.banned = a.per_row > 0 ? a.banned : nullptr;
+  sm.banned_i64 = a.banned_type == DType::I64;
+  sm.per_row = sm.banned ? a.per_row : 0;
+  sm.error = a.error;
+  sm.error_bit = a.error_bit;
+  sm.stats = reinterpret_cast<float2*>(static_cast<uint8_t*>(a.topk.workspace) + 2 * level_bytes(a.topk));
+  sm.segments = segments_of(a.topk.view.dim);
+  launch_levels<true>(a.topk, sm, stream);
 }
 
 }  // namespace kiln::cuda

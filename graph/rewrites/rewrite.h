@@ -42,13 +42,14 @@ void prune(Graph& g);
 void lower_precision(Graph& g, DType to);
 
 // --- Fusions (after placement), in the order a backend usually applies them.
-void transpose_as_reshape(Graph& g, const RewriteContext& c);  // a transpose moving only 1-sized dims
-void fold_input_layout(Graph& g, const RewriteContext& c);     // cast/transpose NCHW->NHWC into the conv
-void fuse_conv_mean(Graph& g, const RewriteContext& c);        // reduce mean over H, W into the conv
-void fuse_mlp(Graph& g, const RewriteContext& c);              // linear -> linear on pooled vectors
-void fuse_channel_gate(Graph& g, const RewriteContext& c);     // x * gate[N, 1, 1, C] into the next conv
-void fuse_residual_add(Graph& g, const RewriteContext& c);     // add(conv or linear, r) into its epilogue
-void fold_output_cast(Graph& g, const RewriteContext& c);      // a cast after conv/linear/mlp into it
-void fuse_fp8_output(Graph& g, const RewriteContext& c);       // E4M3 storage between FP8 layers
+void transpose_as_reshape(Graph& g, const RewriteContext& c);   // a transpose moving only 1-sized dims
+void fold_input_layout(Graph& g, const RewriteContext& c);      // cast/transpose NCHW->NHWC into the conv
+void fuse_conv_mean(Graph& g, const RewriteContext& c);         // reduce mean over H, W into the conv
+void fuse_mlp(Graph& g, const RewriteContext& c);               // linear -> linear on pooled vectors
+void fuse_channel_gate(Graph& g, const RewriteContext& c);      // x * gate[N, 1, 1, C] into the next conv
+void fuse_residual_add(Graph& g, const RewriteContext& c);      // add(conv or linear, r) into its epilogue
+void fold_output_cast(Graph& g, const RewriteContext& c);       // a cast after conv/linear/mlp into it
+void fuse_fp8_output(Graph& g, const RewriteContext& c);        // E4M3 storage between FP8 layers
+void fuse_log_softmax_topk(Graph& g, const RewriteContext& c);  // log_softmax -> topk: a generator's picks
 
 }  // namespace kiln
