@@ -9,7 +9,6 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/fp8.h"
-#include "core/half.h"
 #include "graph/rewrites/rewrite.h"
 
 namespace kiln {

@@ -3,8 +3,10 @@
 // [rows, vocabulary] log-probabilities are never written out. Outputs: the k best log-
 // probabilities (f32, best first) and their indices (i64), both x's shape with k along the last
 // axis. Ties go to the lower index, NaN ranks above every number, banned entries are -inf (and
-// picked only when fewer than k others remain). A kernel may rank by x itself, which orders as
-// the log-probabilities do except where two of those round to one f32 value.
+// picked only when fewer than k entries are above -inf). A kernel may rank by x itself, which
+// orders as the log-probabilities do except where two of those round to one f32 value, and in a
+// row holding NaN or +inf (whose log-probabilities are all NaN): there the order and the values
+// are the kernel's (the CUDA kernel of long rows ranks such a row by x).
 #include "core/error.h"
 #include "graph/graph.h"
 

@@ -8,6 +8,7 @@
 namespace kiln {
 
 void fuse_log_softmax_topk(Graph& g, const RewriteContext& c) {
+  const ShapeOracle shapes(g);
   const auto readers = g.consumers();
   std::set<int> outputs;
   for (const auto& o : g.outputs()) outputs.insert(o.value);
@@ -19,9 +20,9 @@ void fuse_log_softmax_topk(Graph& g, const RewriteContext& c) {
     if (readers[scores].size() != 1 || outputs.count(scores)) continue;
     const int j = readers[scores][0];
     const Node& top = g.nodes()[j];
-    const int64_t rank = static_cast<int64_t>(g.values()[scores].shape.size()), axis = top.attrs.get_int("axis");
-    if (top.op != "topk" || !c.mine(top) || top.attrs.get_int("largest") != 1 || (axis != -1 && axis != rank - 1))
-      continue;
+    if (top.op != "topk" || !c.mine(top) || top.attrs.get_int("largest") != 1) continue;
+    const int64_t rank = static_cast<int64_t>(shapes(scores).size()), axis = top.attrs.get_int("axis");
+    if (axis != -1 && axis != rank - 1) continue;
     Node f;
     f.name = top.name;
     f.op = "log_softmax_topk";

@@ -1,8 +1,8 @@
 // log_softmax_topk: f32 and f16 scores; a decoder's vocabulary at 128 and at 3 rows with k = 16
-// (CUDA's levelled picks), k = 1, a row just past one segment, short rows and k above 32 (CUDA's
-// two-op form); without bans and with banned indices in i32 and i64 (padding -1, a token banned
-// twice, the row's best banned); a row where all but three entries are banned (-inf picked);
-// and a row whose first 5000 scores are -inf. Scores are multiples of 1/64 or 1/128 below 16 in
+// and at k = 32 (CUDA's levelled picks, two and three levels), k = 1, a row just past one
+// segment, short rows and k above 32 (CUDA's two-op form); without bans and with banned indices
+// in i32 and i64 (padding -1, a token banned twice, the row's best banned); a row where all but three entries are
+// banned (-inf picked); and a row whose first 5000 scores are -inf. Scores are multiples of 1/64 or 1/128 below 16 in
 // magnitude, which f16 holds exactly (so an f32 case run in fp16 ranks the same), each repeated
 // (ties, broken by the index); distinct ones stay distinct after the f32 subtraction.
 #include <fmt/format.h>
@@ -21,7 +21,8 @@ KILN_OP_CASES(log_softmax_topk) {
     Shape x;
     int64_t k, banned;  // banned: entries per row, 0 for no input
   };
-  const std::vector<Spec> specs = {{{128, 58101}, 16, 8}, {{3, 58101}, 16, 0}, {{2, 1025}, 1, 4},
+  // k = 32 over 58101: 1824 candidates after the first level, so a middle level runs too.
+  const std::vector<Spec> specs = {{{128, 58101}, 16, 8}, {{3, 58101}, 16, 0}, {{2, 58101}, 32, 4}, {{2, 1025}, 1, 4},
                                    {{4, 300}, 8, 4},      {{2, 3000}, 40, 3},  {{1, 40}, 40, 0}};
   for (DType t : {DType::F32, DType::F16})
     for (const Spec& s : specs)
@@ -45,7 +46,7 @@ KILN_OP_CASES(log_softmax_topk) {
             banned.push_back(static_cast<float>(best));
             banned.push_back(-1);
             for (int64_t b = 2; b < s.banned; ++b) banned.push_back(static_cast<float>((r * 7 + b * 131) % dim));
-            banned.back() = banned[banned.size() - 2];  // banned twice
+            if (s.banned >= 4) banned.back() = banned[banned.size() - 2];  // banned twice
           }
           inputs.push_back(c.input_values("banned", it, {rows, s.banned}, banned));
         }
