@@ -311,16 +311,15 @@ void Engine::Impl::materialize_constants() {
         continue;
       }
       // Stored in the graph's type (an embedding table of an fp16 bundle): uploaded from where
-      // the lookup holds it, without a host copy.
-      if (view.dtype == val.dtype) {
-        void* p = backends[b]->allocate(view.bytes.size());
-        constant_memory[{v, b}] = p;
-        backends[b]->upload(p, view.bytes.data(), view.bytes.size());
-        continue;
+      // the lookup holds it, without a host copy; in another type, converted first.
+      std::span<const uint8_t> bytes = view.bytes;
+      std::vector<uint8_t> converted;
+      if (view.dtype != val.dtype) {
+        const std::vector<float> f = view.to_f32();
+        converted.resize(f.size() * dtype_size(val.dtype));
+        convert_from_f32(val.dtype, f.data(), converted.data(), static_cast<int64_t>(f.size()));
+        bytes = converted;
       }
-      const std::vector<float> f = view.to_f32();
-      std::vector<uint8_t> bytes(f.size() * dtype_size(val.dtype));
-      convert_from_f32(val.dtype, f.data(), bytes.data(), static_cast<int64_t>(f.size()));
       void* p = backends[b]->allocate(bytes.size());
       constant_memory[{v, b}] = p;
       backends[b]->upload(p, bytes.data(), bytes.size());

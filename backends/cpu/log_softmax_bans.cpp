@@ -1,5 +1,7 @@
 #include "backends/cpu/log_softmax_bans.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "backends/cpu/cpu_kernel.h"
@@ -7,6 +9,14 @@
 #include "core/error.h"
 
 namespace kiln::cpu {
+
+void log_softmax_row(const float* x, int64_t dim, float* out) {
+  double max = -std::numeric_limits<double>::infinity(), sum = 0;
+  for (int64_t j = 0; j < dim; ++j) max = std::max(max, static_cast<double>(x[j]));
+  for (int64_t j = 0; j < dim; ++j) sum += std::exp(x[j] - max);
+  const double log_sum = max + std::log(sum);
+  for (int64_t j = 0; j < dim; ++j) out[j] = static_cast<float>(x[j] - log_sum);
+}
 
 LogSoftmaxBans::LogSoftmaxBans(const KernelArgs& a, int64_t rows, int64_t dim) {
   const TensorRef* banned = a.inputs.size() > 1 && a.inputs[1].data ? &a.inputs[1] : nullptr;

@@ -1,5 +1,6 @@
-// log_softmax's optional second input for both CPU kernels (reference and fast): per row the
-// indices whose log-probability becomes -inf, -1 for none.
+// What log_softmax's CPU kernels share: the optional second input (reference and fast kernels,
+// and log_softmax_topk's): per row the indices whose log-probability becomes -inf, -1 for none;
+// and the reference arithmetic of one row.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,10 @@
 #include "backends/backend.h"
 
 namespace kiln::cpu {
+
+// out[j] = x[j] - log(sum(exp(x))) over one row of dim scores, the max and the sum of
+// exponentials in double (the reference kernels of log_softmax and log_softmax_topk).
+void log_softmax_row(const float* x, int64_t dim, float* out);
 
 class LogSoftmaxBans {
  public:

@@ -1,9 +1,5 @@
 // log_softmax on the CPU: each row's max and sum of exponentials in double, then the bans
 // (every banned index checked first).
-#include <algorithm>
-#include <cmath>
-#include <limits>
-
 #include "backends/cpu/cpu_kernel.h"
 #include "backends/cpu/log_softmax_bans.h"
 
@@ -22,12 +18,7 @@ class LogSoftmaxKernel : public CpuKernel {
     const cpu::LogSoftmaxBans bans(a, rows, dim);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = in + r * dim;
-      double max = -std::numeric_limits<double>::infinity(), sum = 0;
-      for (int64_t j = 0; j < dim; ++j) max = std::max(max, static_cast<double>(xr[j]));
-      for (int64_t j = 0; j < dim; ++j) sum += std::exp(xr[j] - max);
-      const double log_sum = max + std::log(sum);
-      for (int64_t j = 0; j < dim; ++j) out[r * dim + j] = static_cast<float>(xr[j] - log_sum);
+      cpu::log_softmax_row(in + r * dim, dim, out + r * dim);
       bans.apply(r, out + r * dim);
     }
   }

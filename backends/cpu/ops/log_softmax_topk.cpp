@@ -3,7 +3,6 @@
 // picks them (a partial sort of the indices, NaN first, ties to the lower index).
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -31,12 +30,7 @@ class LogSoftmaxTopkKernel : public CpuKernel {
       std::vector<int64_t> order(static_cast<size_t>(dim));
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows; ++r) {
-        const float* xr = in + r * dim;
-        double max = -std::numeric_limits<double>::infinity(), sum = 0;
-        for (int64_t j = 0; j < dim; ++j) max = std::max(max, static_cast<double>(xr[j]));
-        for (int64_t j = 0; j < dim; ++j) sum += std::exp(xr[j] - max);
-        const double log_sum = max + std::log(sum);
-        for (int64_t j = 0; j < dim; ++j) scores[j] = static_cast<float>(xr[j] - log_sum);
+        cpu::log_softmax_row(in + r * dim, dim, scores.data());
         bans.apply(r, scores.data());
         std::iota(order.begin(), order.end(), int64_t{0});
         std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t p, int64_t q) {
