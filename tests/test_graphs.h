@@ -131,9 +131,10 @@ inline Tensor random_input(const ModelDefinition& def, int batch, int h, int w, 
 inline uint32_t compare_seed(int batch, int h) { return static_cast<uint32_t>(batch * 131 + h); }
 
 inline std::unique_ptr<Engine> engine(const ModelDefinition& def, const std::string& device,
-                                      const nlohmann::json& saved = nlohmann::json::object()) {
+                                      const nlohmann::json& saved = nlohmann::json::object(),
+                                      const std::string& graph = "main") {
   EngineOptions o{device, device == "cpu" ? "fp32" : "fp16", saved};
-  return std::make_unique<Engine>(def.graph(), def.constants(), o);
+  return std::make_unique<Engine>(def.graph(graph), def.constants(), o);
 }
 
 // Runs the CPU and the CUDA engine (fp16) on the same random input; returns the relative L2
@@ -149,13 +150,14 @@ inline double compare(const ModelDefinition& def, int batch, int h, int w, doubl
   return rel_l2(b.data(), a.data(), a.size());
 }
 
-// Engines (CUDA unless told) with one variant forced on every node that has variants: the
-// saved plan of a probe engine prepared for these sizes, with its choices replaced.
+// Engines (CUDA and the main graph unless told) with one variant forced on every node that has
+// variants: the saved plan of a probe engine prepared for these sizes, with its choices replaced.
 class ForcedVariants {
  public:
-  ForcedVariants(const ModelDefinition& def, const Bindings& sizes, std::string device = "cuda")
-      : def_(def), key_(to_string(sizes)), device_(std::move(device)) {
-    auto probe = engine(def, device_);
+  ForcedVariants(const ModelDefinition& def, const Bindings& sizes, std::string device = "cuda",
+                 std::string graph = "main")
+      : def_(def), key_(to_string(sizes)), device_(std::move(device)), graph_(std::move(graph)) {
+    auto probe = engine(def, device_, nlohmann::json::object(), graph_);
     probe->prepare(sizes);
     plans_ = probe->export_plans();
   }
@@ -163,7 +165,7 @@ class ForcedVariants {
   std::unique_ptr<Engine> forced(const std::string& variant) const {
     nlohmann::json plans = plans_;
     for (auto& [node, v] : plans[device_]["plans"][key_].items()) v = variant;
-    return engine(def_, device_, plans);
+    return engine(def_, device_, plans, graph_);
   }
   // How many nodes of a forced engine run `variant` (the others cannot take it).
   static int taken(Engine& e, const Bindings& sizes, const std::string& variant, const std::string& device = "cuda") {
@@ -175,7 +177,7 @@ class ForcedVariants {
 
  private:
   const ModelDefinition& def_;
-  std::string key_, device_;
+  std::string key_, device_, graph_;
   nlohmann::json plans_;
 };
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "backends/cuda/cuda_check.h"
 #include "core/dtype.h"
@@ -102,7 +103,7 @@ struct CublasLtGemm::Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLASLt's A, B and C (also D)
   cublasLtMatmulPreference_t preference = nullptr;
-  cublasLtMatmulAlgo_t algo{};
+  std::vector<cublasLtMatmulAlgo_t> algos;  // the heuristic's, best first
   ~Plan() {
     if (preference) api().preference_destroy(preference);
     for (cublasLtMatrixLayout_t l : {a, b, c})
@@ -175,20 +176,19 @@ const CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& s) {
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, s.align[2]}};
   for (const auto& [attribute, value] : aligns)
     check(lt.preference_set(p->preference, attribute, &value, sizeof value), "alignment");
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kMaxAlgorithms]{};
   int found = 0;
-  check(lt.heuristic(handle_, p->op, p->a, p->b, p->c, p->c, p->preference, 1, &result, &found), "heuristic");
+  check(lt.heuristic(handle_, p->op, p->a, p->b, p->c, p->c, p->preference, kMaxAlgorithms, results, &found),
+        "heuristic");
   KILN_CHECK(found > 0, "[cuda] cuBLASLt has no algorithm for a {} GEMM of m={} n={} k={} batch={}",
              dtype_name(s.dtype), s.m, s.n, s.k, s.batch);
-  p->algo = result.algo;
+  for (int i = 0; i < found; ++i) p->algos.push_back(results[i].algo);
   return *plans_.emplace(s, std::move(p)).first->second;
 }
 
-void CublasLtGemm::gemm(const GemmShape& s, const void* a, const void* b, void* c, cudaStream_t stream,
-                        const GemmExtras& extras) {
+void CublasLtGemm::check_shape(const GemmShape& s) {
   KILN_CHECK(s.dtype == DType::F32 || s.dtype == DType::F16, "[cuda] cuBLASLt GEMM of {}: F32 or F16 only",
              dtype_name(s.dtype));
-  KILN_CHECK(s.bias == (extras.bias != nullptr), "[cuda] cuBLASLt GEMM: a bias epilogue needs a bias, and only it");
   KILN_CHECK(s.m >= 0 && s.n >= 0 && s.k >= 1 && s.batch >= 0 && s.batch <= std::numeric_limits<int32_t>::max() &&
                  s.stride_a >= 0 && s.stride_b >= 0 && s.stride_c >= 0,
              "[cuda] cuBLASLt GEMM of m={} n={} k={} batch={}: sizes or batch strides out of range", s.m, s.n, s.k,
@@ -197,22 +197,44 @@ void CublasLtGemm::gemm(const GemmShape& s, const void* a, const void* b, void* 
                  s.ldb >= std::max<int64_t>(1, s.trans_b ? s.k : s.n) && s.ldc >= std::max<int64_t>(1, s.n),
              "[cuda] cuBLASLt GEMM of m={} n={} k={}: row strides lda={} ldb={} ldc={} too small", s.m, s.n, s.k, s.lda,
              s.ldb, s.ldc);
-  if (s.m == 0 || s.n == 0 || s.batch == 0) return;
+}
+
+CublasLtGemm::Key CublasLtGemm::key_of(const GemmShape& s, const void* a, const void* b, const void* c,
+                                       const void* c_in, size_t workspace_bytes) {
   const auto size = static_cast<int64_t>(dtype_size(s.dtype));
   const int64_t batched = s.batch > 1 ? size : 0;  // strides move nothing in a batch of one
-  const void* c_in = extras.c_in ? extras.c_in : c;
   const int64_t c_batched = s.batch > 1 ? (s.out_f32 ? 4 : size) : 0;
   const std::array<uint32_t, 3> align = {
       alignment(a, s.stride_a * batched), alignment(b, s.stride_b * batched),
       std::min(alignment(c, s.stride_c * c_batched), alignment(c_in, s.stride_c * c_batched))};
+  return {s.dtype, s.m,        s.n,        s.k,        s.trans_a, s.trans_b, s.lda,  s.ldb,  s.ldc,
+          s.batch, s.stride_a, s.stride_b, s.stride_c, align,     s.out_f32, s.bias, s.relu, workspace_bytes};
+}
+
+int CublasLtGemm::algorithms(const GemmShape& s, const void* a, const void* b, const void* c,
+                             const GemmExtras& extras) {
+  check_shape(s);
+  if (s.m == 0 || s.n == 0 || s.batch == 0) return 1;
+  const size_t workspace_bytes = extras.workspace ? extras.workspace_bytes : workspace_bytes_;
+  const void* c_in = extras.c_in ? extras.c_in : c;
+  return static_cast<int>(plan_for(key_of(s, a, b, c, c_in, workspace_bytes)).algos.size());
+}
+
+void CublasLtGemm::gemm(const GemmShape& s, const void* a, const void* b, void* c, cudaStream_t stream,
+                        const GemmExtras& extras) {
+  check_shape(s);
+  KILN_CHECK(s.bias == (extras.bias != nullptr), "[cuda] cuBLASLt GEMM: a bias epilogue needs a bias, and only it");
+  if (s.m == 0 || s.n == 0 || s.batch == 0) return;
+  const void* c_in = extras.c_in ? extras.c_in : c;
   void* workspace = extras.workspace ? extras.workspace : workspace_;
   const size_t workspace_bytes = extras.workspace ? extras.workspace_bytes : workspace_bytes_;
-  const Plan& p = plan_for({s.dtype, s.m, s.n, s.k, s.trans_a, s.trans_b, s.lda, s.ldb, s.ldc, s.batch, s.stride_a,
-                            s.stride_b, s.stride_c, align, s.out_f32, s.bias, s.relu, workspace_bytes});
+  const Plan& p = plan_for(key_of(s, a, b, c, c_in, workspace_bytes));
+  KILN_CHECK(extras.algorithm >= 0 && extras.algorithm < static_cast<int>(p.algos.size()),
+             "[cuda] cuBLASLt GEMM: algorithm {} of {}", extras.algorithm, p.algos.size());
   if (s.bias)  // per call: a plan is kept per shape, and a call of the same shape may bring another bias
     check(api().desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &extras.bias, sizeof extras.bias), "bias");
-  check(api().matmul(handle_, p.op, &s.alpha, b, p.a, a, p.b, &s.beta, c_in, p.c, c, p.c, &p.algo, workspace,
-                     workspace_bytes, stream),
+  check(api().matmul(handle_, p.op, &s.alpha, b, p.a, a, p.b, &s.beta, c_in, p.c, c, p.c,
+                     &p.algos[static_cast<size_t>(extras.algorithm)], workspace, workspace_bytes, stream),
         "matmul");
 }
 

@@ -44,18 +44,20 @@ struct GemmShape {
 };
 
 // What a call may add to its shape: the bias (with GemmShape::bias); the matrix beta scales when
-// it is not c itself (c = alpha op(a) op(b) + beta c_in, same layout as c); and workspace memory
-// the caller owns, used instead of the instance's.
+// it is not c itself (c = alpha op(a) op(b) + beta c_in, same layout as c); workspace memory
+// the caller owns, used instead of the instance's; and which of the heuristic's algorithms runs
+// (0: its first choice; below CublasLtGemm::algorithms()).
 struct GemmExtras {
   const void* bias = nullptr;
   const void* c_in = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  int algorithm = 0;
 };
 
-// A cuBLASLt handle, a workspace and, per shape, the descriptors and the algorithm cuBLASLt's
-// heuristic chose. Calls share the workspace, so one instance serves one stream (or calls
-// ordered with each other) and one thread at a time.
+// A cuBLASLt handle, a workspace and, per shape, the descriptors and the algorithms cuBLASLt's
+// heuristic ranks first (up to kMaxAlgorithms, for a caller that times them). Calls share the workspace, so one
+// instance serves one stream (or calls ordered with each other) and one thread at a time.
 class CublasLtGemm {
  public:
   explicit CublasLtGemm(size_t workspace_bytes = size_t{32} << 20);
@@ -70,6 +72,11 @@ class CublasLtGemm {
   // being captured into a CUDA graph. Fails ("[cuda] ...") on an invalid shape or a cuBLASLt error.
   void gemm(const GemmShape& shape, const void* a, const void* b, void* c, cudaStream_t stream,
             const GemmExtras& extras = {});
+  // How many algorithms the heuristic offers for this call (1 to kMaxAlgorithms): host-only
+  // work, as a first call. Fails as gemm() does.
+  int algorithms(const GemmShape& shape, const void* a, const void* b, const void* c, const GemmExtras& extras = {});
+
+  static constexpr int kMaxAlgorithms = 4;
 
  private:
   struct Plan;
@@ -86,6 +93,10 @@ class CublasLtGemm {
     auto operator<=>(const Key&) const = default;
   };
   const Plan& plan_for(const Key& key);
+  // The checked shape's key for these pointers and workspace.
+  static Key key_of(const GemmShape& s, const void* a, const void* b, const void* c, const void* c_in,
+                    size_t workspace_bytes);
+  static void check_shape(const GemmShape& s);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;

@@ -40,6 +40,56 @@ TEST(CudaTransformer, EncoderMatchesCpu) {
   }
 }
 
+// Each of the cuBLASLt heuristic's algorithms that a linear layer may be planned with, forced
+// on every layer that takes it (bias epilogues; the residual as cuBLASLt's C), against the CPU.
+TEST(CudaTransformer, EveryCublasLtAlgorithmMatchesCpu) {
+  REQUIRE_GPU();
+  const auto def = test::tiny_transformer();
+  const int batch = 2, seq = 37;
+  const Bindings sizes = {{"batch", batch}, {"seq", seq}};
+  const test::ForcedVariants forced(def, sizes, "cuda", "encoder");
+  std::vector<int64_t> ids(batch * seq);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 7 + 3) % 50);
+  std::vector<float> mask(batch * seq, 0.0f);
+  for (int i = 30; i < seq; ++i) mask[seq + i] = -std::numeric_limits<float>::infinity();
+  const std::vector<HostTensor> in = {HostTensor::from_i64("ids", {batch, seq}, ids),
+                                      HostTensor::from_i64("positions", {seq}, iota(seq)),
+                                      HostTensor::from_f32("mask", {batch, seq}, mask)};
+  const auto a = test::engine(def, "cpu", nlohmann::json::object(), "encoder")->run(in)[0].to_f32();
+  int algorithms = 0;
+  for (const std::string variant : {"cublaslt", "cublaslt_2", "cublaslt_3", "cublaslt_4"}) {
+    auto gpu = forced.forced(variant);
+    const auto b = gpu->run(in)[0].to_f32();
+    const int taken = test::ForcedVariants::taken(*gpu, sizes, variant);
+    algorithms += taken > 0;
+    if (variant == std::string("cublaslt")) {
+      EXPECT_GE(taken, 4) << "the forced plan was not used";
+    }
+    EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 1e-2) << variant;
+  }
+  EXPECT_GE(algorithms, 2) << "the heuristic offered one algorithm only";
+}
+
+// The vocabulary projection (50 outputs, padded to 56) through cuBLASLt into padded rows, the
+// valid columns copied out: forced, against the CPU.
+TEST(CudaTransformer, PaddedCublasLtProjectionMatchesCpu) {
+  REQUIRE_GPU();
+  const auto def = test::tiny_transformer();
+  const int batch = 3, seq = 21;
+  const Bindings sizes = {{"batch", batch}, {"seq", seq}};
+  const test::ForcedVariants forced(def, sizes, "cuda", "decoder");
+  std::vector<int64_t> ids(batch * seq);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 5 + 1) % 50);
+  const std::vector<HostTensor> in = {HostTensor::from_i64("ids", {batch, seq}, ids),
+                                      HostTensor::from_i64("positions", {seq}, iota(seq))};
+  const auto a = test::engine(def, "cpu", nlohmann::json::object(), "decoder")->run(in)[0].to_f32();
+  auto gpu = forced.forced("cublaslt_padded");
+  const auto b = gpu->run(in)[0].to_f32();
+  EXPECT_EQ(test::ForcedVariants::taken(*gpu, sizes, "cublaslt_padded"), 1) << "the forced plan was not used";
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 1e-2);
+}
+
 // A token id outside the table is flagged by the GPU's gather and read back with the run's
 // outputs: the call throws, and the next call with valid ids is clean and right.
 TEST(CudaTransformer, AnIdOutOfRangeFailsTheCallAndOnlyThatCall) {

@@ -3,7 +3,12 @@
 // output size that is not (a vocabulary of 58101) is padded to one with zero weights, the
 // epilogue storing only the valid columns (out_cols). cuBLASLt is one more variant where its
 // epilogue can do the layer (bias, ReLU, the residual as its C; not SiLU or kiln's exact GELU):
-// at a decoder step's few rows its split-K kernels can beat the tiles. Any other layer runs the
+// at a decoder step's few rows its split-K kernels can beat the tiles. Its heuristic's first
+// choices are variants of their own. A layer whose outputs are padded has one more: cuBLASLt
+// over the padded outputs into the workspace, then the valid columns copied out. Rows of 58101
+// halves start at any even address, and cuBLAS's kernels for such rows are slow: on an H100, a
+// vocabulary projection of 128 rows took it 101 us into rows of 58101 and 32 us into rows of
+// 58104 (the tiles took 87 us). Any other layer runs the
 // small dense kernel (one thread per output). An FP8 linear runs only on the GEMM's FP8 paths
 // (the tiles of gemm_mma.cu, the few-rows kernel of gemv.cu: E4M3 weights, the input rounded as
 // it is loaded), sm_89 and newer. An mlp (two layers on few rows: squeeze-excite) is one kernel
@@ -13,6 +18,7 @@
 #include <optional>
 
 #include "backends/cuda/cublaslt_gemm.h"
+#include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/kernels.cuh"
 #include "core/error.h"
@@ -89,19 +95,29 @@ class LinearKernel : public Kernel {
     }
   }
 
-  int variants() const override { return gemm_ ? kLtVariant + 1 : 1; }
+  int variants() const override { return gemm_ ? kPaddedVariant + 1 : 1; }
   std::string variant_name(int v) const override {
-    return !gemm_ ? "default" : v == kLtVariant ? "cublaslt" : cuda::gemm_variant_name(v);
+    if (!gemm_) return "default";
+    if (v == kLtVariant) return "cublaslt";
+    if (v == kPaddedVariant) return "cublaslt_padded";
+    return v > kLtVariant ? fmt::format("cublaslt_{}", v - kLtVariant + 1) : cuda::gemm_variant_name(v);
   }
   bool variant_runs(const KernelArgs& a, int v) const override {
-    if (v == kLtVariant) return lt_fits_;
+    if (v == kPaddedVariant) return lt_fits_ && n_ != w_shape_[0];
+    if (v >= kLtVariant) {
+      if (!lt_fits_) return false;
+      GemmExtras e = lt_extras(a);
+      return v - kLtVariant <
+             lt().algorithms(lt_shape(a), a.inputs[linear_input::X].data, weights_.at(weight_), a.outputs[0].data, e);
+    }
     return !gemm_ || cuda::gemm_variant_supports(gemm_args(a), v);
   }
   int default_variant(const KernelArgs& a) const override {
     return gemm_ ? cuda::gemm_default_variant(gemm_args(a)) : 0;
   }
   size_t workspace_bytes(const KernelArgs& a, int v) const override {
-    if (v == kLtVariant) return kLtWorkspace;
+    if (v == kPaddedVariant) return padded_bytes(a);
+    if (v >= kLtVariant) return kLtWorkspace;
     return gemm_ ? cuda::gemm_workspace_bytes(gemm_args(a), v) : 0;
   }
   bool packs_input(int slot) const override {
@@ -117,7 +133,8 @@ class LinearKernel : public Kernel {
 
   void run(const KernelArgs& a, int variant) override {
     using namespace linear_input;
-    if (gemm_ && variant == kLtVariant) return run_cublaslt(a);
+    if (gemm_ && variant == kPaddedVariant) return run_cublaslt_padded(a);
+    if (gemm_ && variant >= kLtVariant) return run_cublaslt(a, variant - kLtVariant);
     if (gemm_) {
       cuda::launch_gemm(gemm_args(a), variant, stream_of(a));
       return;
@@ -139,13 +156,25 @@ class LinearKernel : public Kernel {
 
  private:
   static constexpr int kLtVariant = cuda::kGemmVariants;
+  static constexpr int kPaddedVariant = kLtVariant + CublasLtGemm::kMaxAlgorithms;
   static constexpr size_t kLtWorkspace = size_t{4} << 20;  // enough for split-K at a few hundred rows
+
+  size_t out_size() const { return out_ == DType::F32 ? 4 : 2; }
+  // The padded output [rows, n_] (the whole workspace: cuBLASLt gets none of it).
+  size_t padded_bytes(const KernelArgs& a) const {
+    return static_cast<size_t>(a.inputs[linear_input::X].numel() / w_shape_[1] * n_) * out_size();
+  }
 
   const float* bias() const { return has_bias_ ? weights_.get<float>(bias_) : nullptr; }
 
-  void run_cublaslt(const KernelArgs& a) {
+  // Made when the planner first asks about cuBLASLt; the engine's workspace serves it.
+  CublasLtGemm& lt() const {
+    if (!lt_) lt_ = std::make_unique<CublasLtGemm>(0);
+    return *lt_;
+  }
+
+  GemmShape lt_shape(const KernelArgs& a) const {
     using namespace linear_input;
-    if (!lt_) lt_ = std::make_unique<CublasLtGemm>(0);  // the engine's workspace serves it
     GemmShape s;
     s.dtype = DType::F16;
     s.k = w_shape_[1];
@@ -157,15 +186,37 @@ class LinearKernel : public Kernel {
     s.out_f32 = out_ == DType::F32;
     s.bias = has_bias_;
     s.relu = act_ == cuda::Act::ReLU;
+    if (a.inputs.size() > Residual && a.inputs[Residual].data) s.beta = 1.0f;
+    return s;
+  }
+
+  GemmExtras lt_extras(const KernelArgs& a) const {
+    using namespace linear_input;
     GemmExtras e;
-    if (has_bias_) e.bias = s.out_f32 ? static_cast<const void*>(bias()) : weights_.at(lt_bias_);
-    if (a.inputs.size() > Residual && a.inputs[Residual].data) {
-      e.c_in = a.inputs[Residual].data;
-      s.beta = 1.0f;
-    }
+    if (has_bias_) e.bias = out_ == DType::F32 ? static_cast<const void*>(bias()) : weights_.at(lt_bias_);
+    if (a.inputs.size() > Residual && a.inputs[Residual].data) e.c_in = a.inputs[Residual].data;
     e.workspace = a.workspace;
     e.workspace_bytes = kLtWorkspace;
-    lt_->gemm(s, a.inputs[X].data, weights_.at(weight_), a.outputs[0].data, stream_of(a), e);
+    return e;
+  }
+
+  void run_cublaslt(const KernelArgs& a, int algorithm) {
+    GemmExtras e = lt_extras(a);
+    e.algorithm = algorithm;
+    lt().gemm(lt_shape(a), a.inputs[linear_input::X].data, weights_.at(weight_), a.outputs[0].data, stream_of(a), e);
+  }
+
+  void run_cublaslt_padded(const KernelArgs& a) {
+    GemmShape s = lt_shape(a);
+    if (s.m == 0) return;
+    s.n = s.ldc = n_;
+    GemmExtras e = lt_extras(a);
+    e.workspace = nullptr;  // the instance's: none
+    e.workspace_bytes = 0;
+    lt().gemm(s, a.inputs[linear_input::X].data, weights_.at(weight_), a.workspace, stream_of(a), e);
+    const size_t row = static_cast<size_t>(w_shape_[0]) * out_size();
+    KILN_CUDA_CHECK(cudaMemcpy2DAsync(a.outputs[0].data, row, a.workspace, static_cast<size_t>(n_) * out_size(), row,
+                                      static_cast<size_t>(s.m), cudaMemcpyDeviceToDevice, stream_of(a)));
   }
 
   cuda::GemmArgs gemm_args(const KernelArgs& a) const {
@@ -196,9 +247,9 @@ class LinearKernel : public Kernel {
   CudaWeights& weights_;
   bool gemm_ = false, has_bias_ = false, residual_ = false, lt_fits_ = false, fp8_ = false;
   float input_scale_ = 0;
-  size_t col_scale_ = 0;              // FP8: input scale x weight scale per output column
-  size_t lt_bias_ = 0;                // the bias as fp16, for cuBLASLt's fp16 outputs
-  std::unique_ptr<CublasLtGemm> lt_;  // made when the planner first tries cuBLASLt
+  size_t col_scale_ = 0;                      // FP8: input scale x weight scale per output column
+  size_t lt_bias_ = 0;                        // the bias as fp16, for cuBLASLt's fp16 outputs
+  mutable std::unique_ptr<CublasLtGemm> lt_;  // see lt()
   Shape w_shape_;
   int64_t n_ = 0;  // outputs the GEMM computes: w_shape_[0] rounded up to 8
   cuda::Act act_ = cuda::Act::None;
