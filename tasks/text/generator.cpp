@@ -20,9 +20,10 @@ constexpr float kMasked = -1.0e9f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // The tokens transformers' logits processors forbid next for a sequence of cur_len tokens
-// (start token included): repeated n-grams, bad words, EOS before the minimum length.
-std::vector<int64_t> banned_tokens(const GenerationConfig& g, const std::vector<int64_t>& seq) {
-  std::vector<int64_t> out;
+// (start token included): repeated n-grams, bad words, EOS before the minimum length. Into
+// `out` (cleared first; its memory is reused from step to step).
+void banned_tokens(const GenerationConfig& g, const std::vector<int64_t>& seq, std::vector<int64_t>& out) {
+  out.clear();
   const int64_t cur_len = static_cast<int64_t>(seq.size());
   const int n = g.no_repeat_ngram_size;
   if (n > 0 && cur_len + 1 >= n) {
@@ -40,7 +41,6 @@ std::vector<int64_t> banned_tokens(const GenerationConfig& g, const std::vector<
   const bool min_len = cur_len < g.min_length;
   const bool min_new = g.min_new_tokens >= 0 && cur_len - 1 < g.min_new_tokens;
   if (min_len || min_new) out.insert(out.end(), g.eos_token_ids.begin(), g.eos_token_ids.end());
-  return out;
 }
 
 // The token forced next (forced BOS first, forced EOS at the last position), or -1.
@@ -59,7 +59,9 @@ void process(const GenerationConfig& g, int64_t max_length, const std::vector<in
     for (int64_t t : std::set<int64_t>(seq.begin(), seq.end()))
       if (t >= 0 && t < vocab) scores[t] = scores[t] < 0 ? scores[t] * p : scores[t] / p;
   }
-  for (int64_t t : banned_tokens(g, seq)) scores[t] = kNegInf;
+  std::vector<int64_t> banned;
+  banned_tokens(g, seq, banned);
+  for (int64_t t : banned) scores[t] = kNegInf;
   if (const int64_t f = forced_token(g, max_length, static_cast<int64_t>(seq.size())); f >= 0) {
     std::fill(scores, scores + vocab, kNegInf);
     scores[f] = 0;
@@ -101,6 +103,7 @@ float length_normalized(float score, int64_t generated, double penalty) {
 struct Slot {
   int64_t source = -1;                        // index of the source, -1: free
   std::vector<std::vector<int64_t>> running;  // per beam
+  std::vector<std::vector<int64_t>> next;     // the next step's running beams, made here (memory reused)
   std::vector<float> running_scores;
   std::vector<std::vector<int64_t>> finished;  // the best `beams` finished, best first
   std::vector<float> finished_scores;
@@ -115,15 +118,14 @@ struct Candidate {
   int64_t beam, token;
 };
 
-// The k best of scores[0..n) (ties: lower index first), best first.
-std::vector<int64_t> top_k(const float* scores, int64_t n, int64_t k) {
-  std::vector<int64_t> idx(static_cast<size_t>(n));
+// The k best of scores[0..n) (ties: lower index first), best first, into idx.
+void top_k(const float* scores, int64_t n, int64_t k, std::vector<int64_t>& idx) {
+  idx.resize(static_cast<size_t>(n));
   std::iota(idx.begin(), idx.end(), 0);
   k = std::min(k, n);
   std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
                     [&](int64_t a, int64_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); });
   idx.resize(static_cast<size_t>(k));
-  return idx;
 }
 
 class Run {
@@ -248,12 +250,16 @@ class Run {
     std::vector<HostTensor> out;
     if (device_top_k_) {
       // Each row's bans go to the device, which returns the best tokens after them.
-      std::vector<std::vector<int64_t>> bans(static_cast<size_t>(rows_));
+      auto& bans = bans_;
+      bans.resize(static_cast<size_t>(rows_));
       size_t widest = 1;
       for (size_t s = 0; s < slots_.size(); ++s)
-        for (int64_t b = 0; slots_[s].source >= 0 && b < beams_; ++b) {
-          bans[s * beams_ + b] = banned_tokens(g_, slots_[s].running[b]);
-          widest = std::max(widest, bans[s * beams_ + b].size());
+        for (int64_t b = 0; b < beams_; ++b) {
+          auto& row = bans[s * beams_ + b];
+          row.clear();
+          if (slots_[s].source < 0) continue;
+          banned_tokens(g_, slots_[s].running[b], row);
+          widest = std::max(widest, row.size());
         }
       // Widths in powers of two: each width is a plan of its own (and a CUDA graph).
       size_t width = 8;
@@ -297,9 +303,9 @@ class Run {
   void continue_beams(int64_t base, const std::vector<int64_t>& parent, int64_t length) {
     const int64_t capacity = cache_rows_.shape[1];
     int32_t* table = cache_rows_.as<int32_t>() + base * capacity;
-    std::vector<int32_t> before(table, table + beams_ * capacity);
+    table_copy_.assign(table, table + beams_ * capacity);
     for (int64_t j = 0; j < beams_; ++j)
-      if (parent[j] != j) std::copy_n(before.begin() + parent[j] * capacity, length, table + j * capacity);
+      if (parent[j] != j) std::copy_n(table_copy_.begin() + parent[j] * capacity, length, table + j * capacity);
   }
 
   // A step's scores: the vocabulary's logits per row, or each row's best tokens after bans.
@@ -339,7 +345,8 @@ class Run {
   bool beam(Slot& s, const Scores& scores, int64_t* parent, int64_t base) {
     const int64_t cur_len = static_cast<int64_t>(s.running[0].size());
     const int64_t keep = std::max<int64_t>(2, 1 + static_cast<int64_t>(g_.eos_token_ids.size())) * beams_;
-    std::vector<Candidate> cand;
+    std::vector<Candidate>& cand = cand_;
+    cand.clear();
     if (scores.logits) {
       std::vector<float> acc(static_cast<size_t>(beams_ * vocab_));
       for (int64_t b = 0; b < beams_; ++b) {
@@ -348,12 +355,12 @@ class Run {
         process(g_, max_length_, s.running[b], lp, vocab_);
         for (int64_t v = 0; v < vocab_; ++v) lp[v] += s.running_scores[b];
       }
-      for (int64_t i : top_k(acc.data(), beams_ * vocab_, keep)) cand.push_back({acc[i], i / vocab_, i % vocab_});
+      top_k(acc.data(), beams_ * vocab_, keep, order_);
+      for (int64_t i : order_) cand.push_back({acc[i], i / vocab_, i % vocab_});
     } else {
       // The best `keep` over all beams are among each beam's best `keep` (keep <= K; a row's
       // best tokens come best first).
       const int64_t forced = forced_token(g_, max_length_, cur_len);
-      cand.reserve(static_cast<size_t>(beams_ * keep));
       for (int64_t b = 0; b < beams_; ++b) {
         if (forced >= 0) {
           cand.push_back({0.0f + s.running_scores[b], b, forced});
@@ -370,17 +377,21 @@ class Run {
       });
       cand.erase(best, cand.end());
     }
-    std::vector<bool> hits(cand.size());
+    std::vector<char>& hits = hits_;
+    hits.resize(cand.size());
     for (size_t k = 0; k < cand.size(); ++k) hits[k] = cur_len + 1 >= max_length_ || is_eos(g_, cand[k].token);
 
     // Next running beams: the best candidates that did not stop.
-    std::vector<float> running_scores(cand.size());
+    std::vector<float>& running_scores = candidate_scores_;
+    running_scores.resize(cand.size());
     for (size_t k = 0; k < cand.size(); ++k) running_scores[k] = cand[k].score + (hits[k] ? kMasked : 0.0f);
-    const auto next = top_k(running_scores.data(), static_cast<int64_t>(cand.size()), beams_);
+    std::vector<int64_t>& next = order_;
+    top_k(running_scores.data(), static_cast<int64_t>(cand.size()), beams_, next);
 
     // Finished beams: candidates among the top `beams` that stopped, if they beat the kept ones.
     const bool all_finished = std::all_of(s.finished_valid.begin(), s.finished_valid.end(), [](bool f) { return f; });
-    std::vector<float> merged = s.finished_scores;
+    std::vector<float>& merged = merged_;
+    merged.assign(s.finished_scores.begin(), s.finished_scores.end());
     const float divisor = length_divisor(cur_len, g_.length_penalty);
     for (size_t k = 0; k < cand.size(); ++k) {
       float score = cand[k].score / divisor;
@@ -390,7 +401,8 @@ class Run {
       if (!just_finished) score += kMasked;
       merged.push_back(score);
     }
-    const auto best = top_k(merged.data(), static_cast<int64_t>(merged.size()), beams_);
+    std::vector<int64_t>& best = best_;
+    top_k(merged.data(), static_cast<int64_t>(merged.size()), beams_, best);
     // Most steps keep the finished beams as they are (best is 0, 1, ...): nothing to copy then.
     bool kept = true;
     for (size_t j = 0; j < best.size(); ++j) kept = kept && best[j] == static_cast<int64_t>(j);
@@ -415,19 +427,19 @@ class Run {
       s.finished_valid = std::move(finished_valid);
     }
 
-    std::vector<std::vector<int64_t>> running;
-    std::vector<float> next_scores;
+    // The next beams are made in s.next, whose vectors keep their memory from step to step.
+    s.next.resize(next.size());
+    s.running_scores.resize(next.size());
     bool moved = false;
     for (size_t j = 0; j < next.size(); ++j) {
       const Candidate& c = cand[next[j]];
-      running.push_back(s.running[c.beam]);
-      running.back().push_back(c.token);
-      next_scores.push_back(running_scores[next[j]]);
+      s.next[j].assign(s.running[c.beam].begin(), s.running[c.beam].end());
+      s.next[j].push_back(c.token);
+      s.running_scores[j] = running_scores[next[j]];
       parent[j] = c.beam;
       moved |= c.beam != static_cast<int64_t>(j);
     }
-    s.running = std::move(running);
-    s.running_scores = std::move(next_scores);
+    std::swap(s.running, s.next);
 
     // Can a running beam still beat the worst finished one?
     const int64_t next_len = cur_len + 1;
@@ -441,7 +453,7 @@ class Run {
     const bool now_all_finished =
         std::all_of(s.finished_valid.begin(), s.finished_valid.end(), [](bool f) { return f; });
     const bool open_beam = !(now_all_finished && g_.early_stopping == EarlyStopping::True);
-    const bool continuations = !std::all_of(hits.begin(), hits.end(), [](bool h) { return h; });
+    const bool continuations = !std::all_of(hits.begin(), hits.end(), [](char h) { return h != 0; });
     s.done = !(s.can_improve && open_beam && continuations);
     return moved;
   }
@@ -476,6 +488,14 @@ class Run {
   HostTensor cache_rows_;  // [rows, cache]: the cache row holding each position of each row's history
   HostTensor cross_rows_;  // [rows, memory]: each row's slot (its source's cross-attention keys)
   std::vector<GeneratedSequence> results_;
+  // Scratch of every step, kept so that its memory is reused: each row's bans, a slot's
+  // candidates, their scores and flags, orders, and a slot's cache table before a reorder.
+  std::vector<std::vector<int64_t>> bans_;
+  std::vector<Candidate> cand_;
+  std::vector<float> candidate_scores_, merged_;
+  std::vector<char> hits_;
+  std::vector<int64_t> order_, best_;
+  std::vector<int32_t> table_copy_;
   // Scores come from the device's best tokens unless a setting needs every logit (a repetition
   // penalty changes scores, not just bans) or beam search keeps more than they hold.
   bool device_top_k_ =
