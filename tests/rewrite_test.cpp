@@ -128,6 +128,37 @@ TEST(Rewrites, LogSoftmaxThenTopkFusesAndPicksTheSame) {
   EXPECT_EQ(op_counts(*fusing_engine(graph_with(true), false))["log_softmax_topk"], 0);
 }
 
+// In fp16, an f32 residual reaches the layer through a cast that the lowering placed after the
+// layer; fusing the add gives the layer that cast's output, so the rewrite must restore the
+// order (a later rewrite inferring shapes in node order saw the residual's shape as []).
+TEST(Rewrites, AResidualFusedInFp16KeepsTheNodesInOrder) {
+  ModelDefinition def;
+  GraphBuilder b(def);
+  const int x = b.input("x", DType::F32, {{3, ""}, {16, ""}});
+  const int r = b.input("r", DType::F32, {{3, ""}, {50, ""}});
+  Tensor w({50, 16}), bias({50});
+  for (size_t i = 0; i < w.data.size(); ++i) w.data[i] = static_cast<float>((i * 13) % 17) * 0.05f - 0.4f;
+  for (size_t i = 0; i < bias.data.size(); ++i) bias.data[i] = static_cast<float>(i % 5) * 0.1f;
+  const int y = b.linear(x, "proj", w, bias);
+  const int scores = b.op("log_softmax", "log_probs", {b.op("add", "residual", {y, r})});
+  const auto best = b.graph().add_node("topk", "best", {scores}, {{"k", int64_t{4}}});
+  b.output("scores", best[0]);
+  b.output("tokens", best[1]);
+  def.validate();
+  std::vector<float> xs(48), rs(150);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>((i * 7) % 11) * 0.2f - 1.0f;
+  for (size_t i = 0; i < rs.size(); ++i) rs[i] = static_cast<float>((i * 29) % 50) * 0.125f;
+  const std::vector<HostTensor> in = {HostTensor::from_f32("x", {3, 16}, xs), HostTensor::from_f32("r", {3, 50}, rs)};
+  Engine reference(def.graph(), def.constants(), EngineOptions{"cpu"});
+  auto fused = fusing_engine(def, true);
+  auto ops = op_counts(*fused);
+  EXPECT_EQ(ops["add"], 0);
+  EXPECT_EQ(ops["log_softmax_topk"], 1);
+  const auto want = reference.run(in), got = fused->run(in);
+  const auto v = got[0].to_f32(), u = want[0].to_f32();
+  EXPECT_LT(test::max_abs_diff(v.data(), u.data(), u.size()), 0.05);
+}
+
 // What the fused node cannot stand for stays as it was: the smallest k, another axis, and a
 // reader between the two (a beam search adding its running scores; the reader is checked as a
 // topk before any of its attributes is read).

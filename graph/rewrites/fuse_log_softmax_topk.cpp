@@ -1,6 +1,7 @@
 // log_softmax -> topk (the k largest along the last axis, nothing else reading the
 // log-probabilities) as one log_softmax_topk node: a generator's last two steps, whose
 // [rows, vocabulary] f32 scores the fused kernel never writes.
+#include <optional>
 #include <set>
 
 #include "graph/rewrites/rewrite.h"
@@ -8,7 +9,7 @@
 namespace kiln {
 
 void fuse_log_softmax_topk(Graph& g, const RewriteContext& c) {
-  const ShapeOracle shapes(g);
+  std::optional<ShapeOracle> shapes;  // made for the first pair found: most graphs have none
   const auto readers = g.consumers();
   std::set<int> outputs;
   for (const auto& o : g.outputs()) outputs.insert(o.value);
@@ -21,7 +22,8 @@ void fuse_log_softmax_topk(Graph& g, const RewriteContext& c) {
     const int j = readers[scores][0];
     const Node& top = g.nodes()[j];
     if (top.op != "topk" || !c.mine(top) || top.attrs.get_int("largest") != 1) continue;
-    const int64_t rank = static_cast<int64_t>(shapes(scores).size()), axis = top.attrs.get_int("axis");
+    if (!shapes) shapes.emplace(g);
+    const int64_t rank = static_cast<int64_t>((*shapes)(scores).size()), axis = top.attrs.get_int("axis");
     if (axis != -1 && axis != rank - 1) continue;
     Node f;
     f.name = top.name;

@@ -38,6 +38,9 @@ void fuse_residual_add(Graph& g, const RewriteContext& c) {
     }
   }
   g.remove_nodes(dead);
+  // The layer now reads r, whose producer may come after it (in fp16, the cast of an f32 input
+  // that the lowering appended).
+  g.toposort();
 }
 
 }  // namespace kiln
