@@ -115,12 +115,24 @@ __device__ __forceinline__ void load_segment(const TopkArgs& p, const SoftmaxPar
                                              int64_t segment, int64_t count, int lane, uint64_t (&e)[kPerLane],
                                              float& lane_max, float& lane_sum) {
   const bool largest = p.largest;
+  // Every load first, then the arithmetic: a load used at once, under its bounds check, was
+  // waited for before the next one was issued (on an H100 a pass of just these loads and a
+  // maximum took 49 us over 128 rows of 58101 f16 scores).
+  float raw[kPerLane];
+  const int64_t first = segment * kSegment + lane;
+  if ((segment + 1) * kSegment <= count) {
+#pragma unroll
+    for (int u = 0; u < kPerLane; ++u) raw[u] = key(x[first + u * 32]);
+  } else {
+#pragma unroll
+    for (int u = 0; u < kPerLane; ++u) raw[u] = first + u * 32 < count ? key(x[first + u * 32]) : 0.0f;
+  }
 #pragma unroll
   for (int u = 0; u < kPerLane; ++u) {
-    const int64_t j = segment * kSegment + u * 32 + lane;
+    const int64_t j = first + u * 32;
     e[u] = 0;
     if (j < count) {
-      const float v = key(x[j]);
+      const float v = raw[u];
       e[u] = pack(v, j, largest);
       if constexpr (kStats) {
         if (v > lane_max) {
