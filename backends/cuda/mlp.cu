@@ -12,6 +12,7 @@
 // squeeze-excite at batch 32 gives each block of 8 rows 2.4 M multiply-adds before its first
 // output.
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/launch.cuh"
 
 namespace kiln::cuda {
@@ -92,10 +93,7 @@ __global__ void mlp_kernel(MlpArgs p) {
       for (int r = 0; r < R; ++r) s[r] = dot4(w, x[r * k4 + v], s[r]);
     }
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) s[r] += __shfl_xor_sync(0xffffffffu, s[r], off);
-    }
+    for (int r = 0; r < R; ++r) s[r] = block_reduce::warp_sum(s[r]);
     if (lane == 0)
 #pragma unroll
       for (int r = 0; r < R; ++r) hf[r * h4 * 4 + j] = activate(s[r] + (p.b1 ? p.b1[j] : 0.0f), p.act1);
@@ -130,9 +128,7 @@ __global__ void mlp_hidden_kernel(MlpArgs p) {
       }
     }
 #pragma unroll
-    for (int r = 0; r < kSplitRows; ++r)
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) s[r] += __shfl_xor_sync(0xffffffffu, s[r], off);
+    for (int r = 0; r < kSplitRows; ++r) s[r] = block_reduce::warp_sum(s[r]);
   }
   if (lane != 0) return;
   for (int r = 0; r < rows; ++r)
