@@ -729,7 +729,9 @@ bool Engine::Impl::stage_io(Plan& plan, const std::vector<int>& taps) {
   auto place = [&](int v) {
     auto* p = static_cast<uint8_t*>(plan.ptr[v]);
     const size_t n = value_bytes(values[v].dtype, plan.shapes[v]);
-    if (io && p >= io && p + n <= io + io_bytes) return Span{static_cast<size_t>(p - io), p, n};
+    const auto address = reinterpret_cast<uintptr_t>(p), start = reinterpret_cast<uintptr_t>(io);
+    if (io && address >= start && address + n <= start + io_bytes)
+      return Span{static_cast<size_t>(address - start), p, n};
     const size_t at = bytes;
     bytes += (n + kAlign - 1) / kAlign * kAlign;
     return Span{at, p, n};
@@ -757,7 +759,7 @@ bool Engine::Impl::stage_io(Plan& plan, const std::vector<int>& taps) {
       if (!out.empty()) {
         Span& last = out.back();
         const size_t ahead = sp.host - last.host;
-        if (ahead <= last.bytes + kAlign && sp.device == last.device + ahead) {
+        if (ahead <= (last.bytes + kAlign - 1) / kAlign * kAlign && sp.device == last.device + ahead) {
           last.bytes = std::max(last.bytes, ahead + sp.bytes);
           continue;
         }

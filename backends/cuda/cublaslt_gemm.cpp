@@ -178,11 +178,14 @@ const CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& s) {
     check(lt.preference_set(p->preference, attribute, &value, sizeof value), "alignment");
   cublasLtMatmulHeuristicResult_t results[kMaxAlgorithms]{};
   int found = 0;
-  check(lt.heuristic(handle_, p->op, p->a, p->b, p->c, p->c, p->preference, kMaxAlgorithms, results, &found),
-        "heuristic");
-  KILN_CHECK(found > 0, "[cuda] cuBLASLt has no algorithm for a {} GEMM of m={} n={} k={} batch={}",
-             dtype_name(s.dtype), s.m, s.n, s.k, s.batch);
-  for (int i = 0; i < found; ++i) p->algos.push_back(results[i].algo);
+  // "Not supported" is the heuristic's way of saying it has none.
+  const cublasStatus_t status =
+      lt.heuristic(handle_, p->op, p->a, p->b, p->c, p->c, p->preference, kMaxAlgorithms, results, &found);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED)
+    found = 0;
+  else
+    check(status, "heuristic");
+  for (int i = 0; i < found; ++i) p->algos.push_back(results[i].algo);  // none: algorithms() says 0
   return *plans_.emplace(s, std::move(p)).first->second;
 }
 
@@ -229,6 +232,8 @@ void CublasLtGemm::gemm(const GemmShape& s, const void* a, const void* b, void* 
   void* workspace = extras.workspace ? extras.workspace : workspace_;
   const size_t workspace_bytes = extras.workspace ? extras.workspace_bytes : workspace_bytes_;
   const Plan& p = plan_for(key_of(s, a, b, c, c_in, workspace_bytes));
+  KILN_CHECK(!p.algos.empty(), "[cuda] cuBLASLt has no algorithm for a {} GEMM of m={} n={} k={} batch={}",
+             dtype_name(s.dtype), s.m, s.n, s.k, s.batch);
   KILN_CHECK(extras.algorithm >= 0 && extras.algorithm < static_cast<int>(p.algos.size()),
              "[cuda] cuBLASLt GEMM: algorithm {} of {}", extras.algorithm, p.algos.size());
   if (s.bias)  // per call: a plan is kept per shape, and a call of the same shape may bring another bias

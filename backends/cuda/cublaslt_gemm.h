@@ -46,7 +46,8 @@ struct GemmShape {
 // What a call may add to its shape: the bias (with GemmShape::bias); the matrix beta scales when
 // it is not c itself (c = alpha op(a) op(b) + beta c_in, same layout as c); workspace memory
 // the caller owns, used instead of the instance's; and which of the heuristic's algorithms runs
-// (0: its first choice; below CublasLtGemm::algorithms()).
+// (0: its first choice; below CublasLtGemm::algorithms()). An algorithm is named by its rank:
+// under another cuBLASLt or on another GPU, rank 2 may be another kernel.
 struct GemmExtras {
   const void* bias = nullptr;
   const void* c_in = nullptr;
@@ -56,8 +57,9 @@ struct GemmExtras {
 };
 
 // A cuBLASLt handle, a workspace and, per shape, the descriptors and the algorithms cuBLASLt's
-// heuristic ranks first (up to kMaxAlgorithms, for a caller that times them). Calls share the workspace, so one
-// instance serves one stream (or calls ordered with each other) and one thread at a time.
+// heuristic ranks first (up to kMaxAlgorithms, for a caller that times them). Calls share the
+// workspace, so one instance serves one stream (or calls ordered with each other) and one
+// thread at a time.
 class CublasLtGemm {
  public:
   explicit CublasLtGemm(size_t workspace_bytes = size_t{32} << 20);
@@ -72,16 +74,17 @@ class CublasLtGemm {
   // being captured into a CUDA graph. Fails ("[cuda] ...") on an invalid shape or a cuBLASLt error.
   void gemm(const GemmShape& shape, const void* a, const void* b, void* c, cudaStream_t stream,
             const GemmExtras& extras = {});
-  // How many algorithms the heuristic offers for this call (1 to kMaxAlgorithms): host-only
-  // work, as a first call. Fails as gemm() does.
+  // How many algorithms the heuristic offers for this call (0 to kMaxAlgorithms; gemm() fails
+  // where there are none): host-only work, as a first call.
   int algorithms(const GemmShape& shape, const void* a, const void* b, const void* c, const GemmExtras& extras = {});
 
   static constexpr int kMaxAlgorithms = 4;
 
  private:
   struct Plan;
-  // What a plan depends on: the shape but alpha and beta, and the byte alignments of a, b and c
-  // that hold for every matrix of the batch (at most 256).
+  // What a plan depends on: the shape but alpha and beta, the byte alignments of a, b and c
+  // that hold for every matrix of the batch (at most 256), and the workspace the heuristic may
+  // use (so that algorithms() and gemm() of one call see one plan).
   struct Key {
     DType dtype;
     int64_t m, n, k;

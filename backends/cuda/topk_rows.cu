@@ -1,15 +1,13 @@
 // top-k of long contiguous rows, k <= 32, in levels. A warp takes a segment of 1024 entries (32
-// per lane, in registers) and picks its k best in k rounds: a warp-wide maximum of each lane's
-// best not yet picked. Each lane knows its best two; the lane that gave the winner moves its
-// second up, and only a lane that wins again with no second known scans its 32 entries (for the
-// best two below the one it gave). k picks spread over 32 lanes rarely take three from one lane,
-// so a round is mostly the warp maximum: rescanning after every pick, as before, made the first
-// level instruction-bound (at 128 rows of a 58101 vocabulary, 126 of a decoder step's 1511 us
-// under Nsight Compute on an H200).
-// The segments' k-best lists are the next level's entries, until one segment is left, whose k
-// best are the row's: with a strict total order on (value, index) each of the row's k best is
-// among the k best of its segment, so the result is exactly the generic kernel's. A vocabulary
-// of 58101 is 57 warps of 16 rounds, then one warp over 912 candidates, all rows at once.
+// per lane, in registers) and picks its k best in up to k rounds (as many as it holds): a
+// warp-wide maximum of each lane's best not yet picked. Each lane knows its best two; the lane that gave the winner
+// moves its second up, and only a lane that wins again with no second known scans its 32 entries (for the best two
+// below the one it gave). k picks spread over 32 lanes rarely take three from one lane, so a round is mostly the warp
+// maximum: rescanning after every pick, as before, made the first level instruction-bound (at 128 rows of a 58101
+// vocabulary, 126 of a decoder step's 1511 us under Nsight Compute on an H200). The segments' k-best lists are the next
+// level's entries, until one segment is left, whose k best are the row's: with a strict total order on (value, index)
+// each of the row's k best is among the k best of its segment, so the result is exactly the generic kernel's. A
+// vocabulary of 58101 with k = 16 is 57 warps of up to 16 rounds, then one warp over 912 candidates, all rows at once.
 //
 // Entries are packed into one 64-bit word whose unsigned order is that total order, so a round
 // is five shuffles and compares of plain integers: an earlier version compared (float, int64)
@@ -27,8 +25,9 @@
 // row's k best are all at or above the lowest of them. The first level drops entries below it,
 // and every level picks only as many rounds as it has entries left (at most k): a vocabulary's
 // rows then leave a segment a few candidates, not 1024, and most of its k rounds, with their
-// rescans, are not run (on an H100 at 128 rows of 58101 f16 scores the first level took 75 us:
-// issue-bound, half its slots used, at 86 registers a thread).
+// rescans, are not run. On an H100 at 128 rows of 58101 f16 scores the first level took 75 us
+// before the floor; with it, and with loads issued before their use (load_segment), the pass
+// takes 17 us and the first level 44.
 #include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/numeric.cuh"
@@ -109,7 +108,8 @@ struct SoftmaxPart {
 // Loads this lane's entries of a first-level segment of the row x (of type T), packed; with
 // kSoftmax, banned entries rank as -inf and, with kStats, the lane's running max and sum of
 // exp(x - max) over its scores (banned ones too, as log_softmax's sum; rescaled as the max
-// grows; -inf scores add nothing).
+// grows; -inf scores add nothing), and a banned index past the row sets the error bit (once,
+// from segment 0).
 template <typename T, bool kSoftmax, bool kStats>
 __device__ __forceinline__ void load_segment(const TopkArgs& p, const SoftmaxPart& sm, const T* x, int64_t row,
                                              int64_t segment, int64_t count, int lane, uint64_t (&e)[kPerLane],
@@ -117,7 +117,7 @@ __device__ __forceinline__ void load_segment(const TopkArgs& p, const SoftmaxPar
   const bool largest = p.largest;
   // Every load first, then the arithmetic: a load used at once, under its bounds check, was
   // waited for before the next one was issued (on an H100 a pass of just these loads and a
-  // maximum took 49 us over 128 rows of 58101 f16 scores).
+  // maximum took 49 us over 128 rows of 58101 f16 scores, 17 us loading first).
   float raw[kPerLane];
   const int64_t first = segment * kSegment + lane;
   if ((segment + 1) * kSegment <= count) {

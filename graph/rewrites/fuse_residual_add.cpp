@@ -1,5 +1,6 @@
 // A residual add after a conv or dense layer happens in that layer's epilogue: the layer's own
 // output is never written.
+#include <algorithm>
 #include <set>
 
 #include "graph/ops/conv2d.h"
@@ -37,8 +38,9 @@ void fuse_residual_add(Graph& g, const RewriteContext& c) {
       break;
     }
   }
+  if (std::find(dead.begin(), dead.end(), true) == dead.end()) return;
   g.remove_nodes(dead);
-  // The layer now reads r, whose producer may come after it (in fp16, the cast of an f32 input
+  // A layer now reads r, whose producer may come after it (in fp16, the cast of an f32 input
   // that the lowering appended).
   g.toposort();
 }

@@ -103,7 +103,7 @@ float length_normalized(float score, int64_t generated, double penalty) {
 struct Slot {
   int64_t source = -1;                        // index of the source, -1: free
   std::vector<std::vector<int64_t>> running;  // per beam
-  std::vector<std::vector<int64_t>> next;     // the next step's running beams, made here (memory reused)
+  std::vector<std::vector<int64_t>> next;     // the next step's beams are built here, then swapped with running
   std::vector<float> running_scores;
   std::vector<std::vector<int64_t>> finished;  // the best `beams` finished, best first
   std::vector<float> finished_scores;

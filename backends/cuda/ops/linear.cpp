@@ -1,18 +1,20 @@
 // linear and mlp on the GPU. An fp16 layer whose input size is a multiple of 8 is a tensor-core
 // GEMM (gemm.cu: tile variants timed per layer; residual and f32 output in the epilogue); an
 // output size that is not (a vocabulary of 58101) is padded to one with zero weights, the
-// epilogue storing only the valid columns (out_cols). cuBLASLt is one more variant where its
-// epilogue can do the layer (bias, ReLU, the residual as its C; not SiLU or kiln's exact GELU):
-// at a decoder step's few rows its split-K kernels can beat the tiles. Its heuristic's first
-// choices are variants of their own. A layer whose outputs are padded has one more: cuBLASLt
-// over the padded outputs into the workspace, then the valid columns copied out. Rows of 58101
-// halves start at any even address, and cuBLAS's kernels for such rows are slow: on an H100, a
-// vocabulary projection of 128 rows took it 101 us into rows of 58101 and 32 us into rows of
-// 58104 (the tiles took 87 us). Any other layer runs the
-// small dense kernel (one thread per output). An FP8 linear runs only on the GEMM's FP8 paths
-// (the tiles of gemm_mma.cu, the few-rows kernel of gemv.cu: E4M3 weights, the input rounded as
-// it is loaded), sm_89 and newer. An mlp (two layers on few rows: squeeze-excite) is one kernel
-// (mlp.cu).
+// epilogue storing only the valid columns (out_cols). Any other layer runs the small dense
+// kernel (one thread per output).
+//
+// cuBLASLt's heuristic's first choices are more variants where its epilogue can do the layer
+// (bias, ReLU, the residual as its C; not SiLU or kiln's exact GELU): at a decoder step's few
+// rows its split-K kernels can beat the tiles. A layer whose outputs are padded has one more:
+// cuBLASLt over the padded outputs into the workspace, then the valid columns copied out. Rows
+// of 58101 halves start at any even address, and cuBLAS's kernels for such rows are slow: on an
+// H100, a vocabulary projection of 128 rows took it 101 us into rows of 58101 and 32 us into
+// rows of 58104 (the tiles took 87 us).
+//
+// An FP8 linear runs only on the GEMM's FP8 paths (the tiles of gemm_mma.cu, the few-rows
+// kernel of gemv.cu: E4M3 weights, the input rounded as it is loaded), sm_89 and newer. An mlp
+// (two layers on few rows: squeeze-excite) is one kernel (mlp.cu).
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -103,12 +105,15 @@ class LinearKernel : public Kernel {
     return v > kLtVariant ? fmt::format("cublaslt_{}", v - kLtVariant + 1) : cuda::gemm_variant_name(v);
   }
   bool variant_runs(const KernelArgs& a, int v) const override {
-    if (v == kPaddedVariant) return lt_fits_ && n_ != w_shape_[0];
+    if (v == kPaddedVariant) {
+      if (!padded_fits()) return false;
+      return lt().algorithms(padded_shape(a), a.inputs[linear_input::X].data, weights_.at(weight_), a.workspace,
+                             padded_extras(a)) > 0;
+    }
     if (v >= kLtVariant) {
       if (!lt_fits_) return false;
-      GemmExtras e = lt_extras(a);
-      return v - kLtVariant <
-             lt().algorithms(lt_shape(a), a.inputs[linear_input::X].data, weights_.at(weight_), a.outputs[0].data, e);
+      return v - kLtVariant < lt().algorithms(lt_shape(a), a.inputs[linear_input::X].data, weights_.at(weight_),
+                                              a.outputs[0].data, lt_extras(a));
     }
     return !gemm_ || cuda::gemm_variant_supports(gemm_args(a), v);
   }
@@ -116,8 +121,8 @@ class LinearKernel : public Kernel {
     return gemm_ ? cuda::gemm_default_variant(gemm_args(a)) : 0;
   }
   size_t workspace_bytes(const KernelArgs& a, int v) const override {
-    if (v == kPaddedVariant) return padded_bytes(a);
-    if (v >= kLtVariant) return kLtWorkspace;
+    if (v == kPaddedVariant) return padded_fits() ? padded_bytes(a) : 0;
+    if (v >= kLtVariant) return lt_fits_ ? kLtWorkspace : 0;
     return gemm_ ? cuda::gemm_workspace_bytes(gemm_args(a), v) : 0;
   }
   bool packs_input(int slot) const override {
@@ -206,14 +211,24 @@ class LinearKernel : public Kernel {
     lt().gemm(lt_shape(a), a.inputs[linear_input::X].data, weights_.at(weight_), a.outputs[0].data, stream_of(a), e);
   }
 
-  void run_cublaslt_padded(const KernelArgs& a) {
+  // The padded variant: a layer whose outputs were padded (no residual then), cuBLASLt's epilogue.
+  bool padded_fits() const { return lt_fits_ && n_ != w_shape_[0]; }
+  GemmShape padded_shape(const KernelArgs& a) const {
     GemmShape s = lt_shape(a);
-    if (s.m == 0) return;
     s.n = s.ldc = n_;
+    return s;
+  }
+  GemmExtras padded_extras(const KernelArgs& a) const {
     GemmExtras e = lt_extras(a);
-    e.workspace = nullptr;  // the instance's: none
+    e.workspace = nullptr;  // the instance's: none (the output fills the engine's)
     e.workspace_bytes = 0;
-    lt().gemm(s, a.inputs[linear_input::X].data, weights_.at(weight_), a.workspace, stream_of(a), e);
+    return e;
+  }
+
+  void run_cublaslt_padded(const KernelArgs& a) {
+    const GemmShape s = padded_shape(a);
+    if (s.m == 0) return;
+    lt().gemm(s, a.inputs[linear_input::X].data, weights_.at(weight_), a.workspace, stream_of(a), padded_extras(a));
     const size_t row = static_cast<size_t>(w_shape_[0]) * out_size();
     KILN_CUDA_CHECK(cudaMemcpy2DAsync(a.outputs[0].data, row, a.workspace, static_cast<size_t>(n_) * out_size(), row,
                                       static_cast<size_t>(s.m), cudaMemcpyDeviceToDevice, stream_of(a)));
