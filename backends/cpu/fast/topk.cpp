@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "backends/cpu/cpu_kernel.h"
+#include "backends/cpu/topk_order.h"
 
 namespace kiln {
 
@@ -59,12 +60,10 @@ class FastTopkKernel : public CpuKernel {
   }
 
  private:
-  // Whether value p ranks before value q: NaN above every number, NaNs equal. Equal values keep
-  // the order they were seen in, which is the order of their indices.
+  // Whether value p ranks before value q (topk_order.h). Equal values keep the order they were
+  // seen in, which is the order of their indices.
   static bool before(float p, float q, bool largest) {
-    const bool pn = std::isnan(p), qn = std::isnan(q);
-    if (pn || qn) return largest ? pn && !qn : qn && !pn;
-    return largest ? p > q : p < q;
+    return largest ? cpu::ranks_above(p, q) : cpu::ranks_above(q, p);
   }
 
   // The best k of xs[0, dim) into v and idx, best first; a later index goes after an equal value.

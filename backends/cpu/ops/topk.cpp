@@ -1,11 +1,9 @@
 // topk on the CPU (float types arrive as f32): per slice along the axis, a partial sort of the
-// indices by value, ties to the lower index.
-#include <algorithm>
-#include <cmath>
-#include <numeric>
+// indices by value (topk_order.h).
 #include <vector>
 
 #include "backends/cpu/cpu_kernel.h"
+#include "backends/cpu/topk_order.h"
 
 namespace kiln {
 
@@ -28,23 +26,15 @@ class TopkKernel : public CpuKernel {
     const float* in = x.as<const float>();
     float* values = a.outputs[0].as<float>();
     int64_t* indices = a.outputs[1].as<int64_t>();
-    // NaN above every number (so first when largest, last when smallest), NaNs equal.
-    auto greater = [](float p, float q) { return !std::isnan(q) && (std::isnan(p) || p > q); };
 #pragma omp parallel
     {
-      std::vector<int64_t> order(static_cast<size_t>(dim));
+      std::vector<int64_t> order;
 #pragma omp for collapse(2) schedule(static)
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t i = 0; i < inner; ++i) {
           const float* xs = in + o * dim * inner + i;
           auto at = [&](int64_t j) { return xs[j * inner]; };
-          std::iota(order.begin(), order.end(), int64_t{0});
-          std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t p, int64_t q) {
-            const float vp = at(p), vq = at(q);
-            if (largest_ ? greater(vp, vq) : greater(vq, vp)) return true;
-            if (greater(vp, vq) || greater(vq, vp)) return false;
-            return p < q;
-          });
+          cpu::k_best(at, dim, k, largest_, order);
           for (int64_t j = 0; j < k; ++j) {
             const int64_t out = (o * k + j) * inner + i;
             values[out] = at(order[j]);
