@@ -411,6 +411,11 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
   }
   for (const auto& o : exec.outputs()) last[root[o.value]] = kLastStep;
   for (int t : taps) last[root[t]] = kLastStep;
+  // Values visited inputs first: blocks that all live the whole run are laid out in visiting
+  // order, so the inputs and then what is read after the run are each one span to copy (stage_io).
+  std::vector<size_t> order(nv);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_partition(order.begin(), order.end(), [&](size_t v) { return values[v].kind == ValueKind::Input; });
   for (size_t bi = 0; bi < nb; ++bi) {
     // Three regions: activations share the arena; accumulated outputs are zeroed once per run
     // (never shared); graph inputs and what is read after the run have memory of their own.
@@ -419,7 +424,7 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
     enum Region { Shared, Zeroed, Io };
     std::vector<MemoryBlock> blocks[3];
     std::vector<int> owners[3];
-    for (size_t v = 0; v < nv; ++v) {
+    for (size_t v : order) {
       const ValueKind kind = values[v].kind;
       if (root[v] != static_cast<int>(v) || value_backend[v] != static_cast<int>(bi) ||
           (kind != ValueKind::Activation && kind != ValueKind::Input))
@@ -431,20 +436,6 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
       blocks[r].push_back(blk);
       owners[r].push_back(static_cast<int>(v));
     }
-    // Blocks that all live the whole run are laid out in order: the inputs first, then what is
-    // read after the run, so that each side is one span to copy (stage_io).
-    std::vector<size_t> io_order(owners[Io].size());
-    std::iota(io_order.begin(), io_order.end(), size_t{0});
-    std::stable_partition(io_order.begin(), io_order.end(),
-                          [&](size_t k) { return values[owners[Io][k]].kind == ValueKind::Input; });
-    std::vector<MemoryBlock> io_blocks;
-    std::vector<int> io_owners;
-    for (size_t k : io_order) {
-      io_blocks.push_back(blocks[Io][k]);
-      io_owners.push_back(owners[Io][k]);
-    }
-    blocks[Io] = std::move(io_blocks);
-    owners[Io] = std::move(io_owners);
     Backend& be = *backends[bi];
     void** base[3] = {&plan.arena[bi], &plan.zero_region[bi], &plan.io_region[bi]};
     size_t* bytes[3] = {&plan.arena_bytes[bi], &plan.zero_bytes[bi], &plan.io_bytes[bi]};
