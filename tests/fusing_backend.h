@@ -32,6 +32,7 @@ class FusingBackend : public CpuBackend {
     fuse_residual_add(g, c);
     fold_output_cast(g, c);
     fuse_fp8_output(g, c);
+    fuse_norm_linear(g, c);
     fuse_log_softmax_topk(g, c);
   }
 

@@ -68,6 +68,27 @@ TEST(Rewrites, DecoderStepTransposesBecomeViews) {
   EXPECT_EQ(op_counts(*fusing_engine(def, false, "encoder"))["transpose"], 8);
 }
 
+// In a post-norm transformer every layer norm but the encoder's last (a graph output) fuses into
+// the linear reading it, and its output stays there for the residual that also reads it.
+TEST(Rewrites, ALayerNormFusesIntoTheLinearReadingIt) {
+  const auto def = test::tiny_transformer();
+  for (const char* graph : {"decoder_step", "encoder"}) {
+    const auto ops = op_counts(*fusing_engine(def, false, graph));
+    const bool encoder = std::string(graph) == "encoder";
+    EXPECT_EQ(ops.at("norm_linear"), encoder ? 3 : 4) << graph;
+    EXPECT_EQ(ops.count("layer_norm") ? ops.at("layer_norm") : 0, encoder ? 1 : 0) << graph;
+  }
+  Engine reference(def.graph("decoder_step"), def.constants(), EngineOptions{"cpu"});
+  auto fused = fusing_engine(def, false, "decoder_step");
+  for (int64_t t = 0; t < 3; ++t) {
+    const std::vector<HostTensor> in = {HostTensor::from_i64("ids", {2, 1}, {5 + t, 30 - t}),
+                                        HostTensor::from_i64("position", {1}, {t}),
+                                        HostTensor::from_i64("length", {2}, {t + 1, t + 1})};
+    const auto want = reference.run(in)[0].to_f32(), got = fused->run(in)[0].to_f32();
+    EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-5) << "step " << t;
+  }
+}
+
 // A conv writes E4M3 for its FP8 reader only where the backend runs both so: a backend whose
 // fast kernels take E4M3 input only in some convs keeps fp16 between the others.
 TEST(Rewrites, AnFp8OutputOnlyWhereItsReaderKeepsAFastKernel) {

@@ -200,6 +200,7 @@ void CudaBackend::fuse(Graph& graph) const {
   fuse_residual_add(graph, c);
   fold_output_cast(graph, c);
   fuse_fp8_output(graph, c);
+  fuse_norm_linear(graph, c);
   fuse_log_softmax_topk(graph, c);
 }
 

@@ -12,9 +12,15 @@
 // FP8 (E4M3 weights, 8 bytes a vector): the same walk over half the bytes; each input vector is
 // rounded to E4M3 at the layer's input scale as it is loaded, each sum multiplied by its column's
 // scale before the epilogue, as the FP8 GEMM tiles do (gemm_mma.cu).
+// A norm_linear (fp16): every block first takes its rows' statistics as layer_norm's kernel does
+// (norm.cu: the sum of x - x0, then the squares about the mean; rows of a few KB, read again from
+// L2), then normalises each input vector as it loads it, rounded to fp16 as the norm's output
+// would be; the blocks of the first column group also store it (the norm's output). Every block
+// repeats the statistics, which is cheaper than a launch of its own at a few rows.
 #include <algorithm>
 #include <type_traits>
 
+#include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/fp8.cuh"
 #include "backends/cuda/gemm_epilogue.cuh"
 #include "backends/cuda/gemv.cuh"
@@ -32,8 +38,110 @@ constexpr int kRowGroup = 8;  // rows per block
 __host__ __device__ constexpr int max_warps(int rows) { return rows <= 2 ? 16 : rows <= 4 ? 8 : 4; }
 int warps_for(int k, int rows) { return std::clamp((k / 8 + 31) / 32, 2, max_warps(rows)); }
 
-template <int kRows, bool kResidual, bool kOutF32, bool kFp8>
-__global__ void __launch_bounds__(max_warps(kRows) * 32) gemv_kernel(GemmArgs p) {
+// Sums of kRows values over the block, returned to every thread. `scratch` holds a value per
+// warp and row; the last barrier lets the next call write it again.
+template <int kRows>
+__device__ __forceinline__ void block_sums(float (&v)[kRows], float (*scratch)[kRows]) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+#pragma unroll
+  for (int m = 0; m < kRows; ++m) {
+    v[m] = block_reduce::warp_sum(v[m]);
+    if (lane == 0) scratch[warp][m] = v[m];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int m = 0; m < kRows; ++m) {
+    v[m] = 0.0f;
+    for (int q = 0; q < warps; ++q) v[m] += scratch[q][m];
+  }
+  __syncthreads();
+}
+
+// The block's rows' layer-norm statistics: the first element x0, the mean of x - x0, 1 / std.
+template <int kRows>
+struct RowNorms {
+  float x0[kRows], mean[kRows], inv[kRows];
+};
+
+template <int kRows>
+__device__ RowNorms<kRows> row_norms(const GemmArgs& p, float eps, int m0, int rows, float (*scratch)[kRows]) {
+  const int vecs = p.k / 8;
+  RowNorms<kRows> r;
+  auto row = [&](int m, int c) {
+    return __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(m0 + m) * p.k) + c);
+  };
+  float s[kRows];
+#pragma unroll
+  for (int m = 0; m < kRows; ++m) {
+    r.x0[m] = m < rows ? __half2float(p.a[static_cast<int64_t>(m0 + m) * p.k]) : 0.0f;
+    s[m] = 0.0f;
+  }
+  for (int c = threadIdx.x; c < vecs; c += blockDim.x)
+#pragma unroll
+    for (int m = 0; m < kRows; ++m)
+      if (m < rows) {
+        Half8 a;
+        a.u = row(m, c);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) s[m] += __half2float(a.h[e]) - r.x0[m];
+      }
+  block_sums<kRows>(s, scratch);
+#pragma unroll
+  for (int m = 0; m < kRows; ++m) {
+    r.mean[m] = s[m] / static_cast<float>(p.k);
+    s[m] = 0.0f;
+  }
+  for (int c = threadIdx.x; c < vecs; c += blockDim.x)
+#pragma unroll
+    for (int m = 0; m < kRows; ++m)
+      if (m < rows) {
+        Half8 a;
+        a.u = row(m, c);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const float d = (__half2float(a.h[e]) - r.x0[m]) - r.mean[m];
+          s[m] = fmaf(d, d, s[m]);
+        }
+      }
+  block_sums<kRows>(s, scratch);
+#pragma unroll
+  for (int m = 0; m < kRows; ++m) r.inv[m] = 1.0f / sqrtf(s[m] / static_cast<float>(p.k) + eps);
+  return r;
+}
+
+// The norm's scale and shift for input elements c * 8 ... (1 and 0 where absent).
+struct NormAffine {
+  float gamma[8], beta[8];
+};
+
+__device__ __forceinline__ NormAffine norm_affine(const GemvNorm& n, int c) {
+  NormAffine f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    f.gamma[e] = n.gamma ? __ldg(n.gamma + c * 8 + e) : 1.0f;
+    f.beta[e] = n.beta ? __ldg(n.beta + c * 8 + e) : 0.0f;
+  }
+  return f;
+}
+
+// One input vector of row m normalised, rounded to fp16.
+template <int kRows>
+__device__ __forceinline__ uint4 normalise(const RowNorms<kRows>& r, const NormAffine& f, int m, uint4 x) {
+  Half8 a, y;
+  a.u = x;
+#pragma unroll
+  for (int e = 0; e < 8; e += 2) {
+    float v[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      v[h] = fmaf(((__half2float(a.h[e + h]) - r.x0[m]) - r.mean[m]) * r.inv[m], f.gamma[e + h], f.beta[e + h]);
+    y.h2[e / 2] = __floats2half2_rn(v[0], v[1]);
+  }
+  return y.u;
+}
+
+template <int kRows, bool kResidual, bool kOutF32, bool kFp8, bool kNorm>
+__global__ void __launch_bounds__(max_warps(kRows) * 32) gemv_kernel(GemmArgs p, GemvNorm norm) {
   const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int n0 = blockIdx.x * kCols, m0 = blockIdx.y * kRowGroup;
   const int vecs = p.k / 8;
@@ -49,15 +157,28 @@ __global__ void __launch_bounds__(max_warps(kRows) * 32) gemv_kernel(GemmArgs p)
   wait_for_predecessor();
   __shared__ float partial[max_warps(kRows)][kRows][kCols];
   const int rows = min(kRows, p.m - m0);
+  [[maybe_unused]] RowNorms<kRows> norms;
+  if constexpr (kNorm) {
+    __shared__ float scratch[max_warps(kRows)][kRows];
+    norms = row_norms<kRows>(p, norm.eps, m0, rows, scratch);
+  }
   float acc[kRows][kCols] = {};
   for (int c = threadIdx.x; c < vecs; c += blockDim.x) {
     if (c != static_cast<int>(threadIdx.x)) load_weights(c);
     Half8 a[kRows];
+    [[maybe_unused]] NormAffine affine;
+    if constexpr (kNorm) affine = norm_affine(norm, c);
 #pragma unroll
     for (int m = 0; m < kRows; ++m) {
       a[m].u = m < rows ? __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(m0 + m) * p.k) + c)
                         : make_uint4(0, 0, 0, 0);
       if constexpr (kFp8) a[m].u = round_to_e4m3(a[m], p.a_inv_scale);
+      if constexpr (kNorm) {
+        if (m < rows) {
+          a[m].u = normalise(norms, affine, m, a[m].u);
+          if (blockIdx.x == 0) reinterpret_cast<uint4*>(norm.out + static_cast<int64_t>(m0 + m) * p.k)[c] = a[m].u;
+        }
+      }
     }
 #pragma unroll
     for (int j = 0; j < kCols; ++j) {
@@ -99,28 +220,28 @@ __global__ void __launch_bounds__(max_warps(kRows) * 32) gemv_kernel(GemmArgs p)
   store_outputs<kResidual, kOutF32>(p, m0 + m, n0, v);
 }
 
-template <int kRows, bool kFp8>
-void launch_rows(const GemmArgs& p, cudaStream_t s) {
+template <int kRows, bool kFp8, bool kNorm>
+void launch_rows(const GemmArgs& p, const GemvNorm& n, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(p.n / kCols), static_cast<unsigned>((p.m + kRowGroup - 1) / kRowGroup));
   const unsigned threads = static_cast<unsigned>(warps_for(p.k, kRows) * 32);
   if (p.out_f32)
-    launch(gemv_kernel<kRows, false, true, kFp8>, grid, threads, 0, s, p);
+    launch(gemv_kernel<kRows, false, true, kFp8, kNorm>, grid, threads, 0, s, p, n);
   else if (p.residual)
-    launch(gemv_kernel<kRows, true, false, kFp8>, grid, threads, 0, s, p);
+    launch(gemv_kernel<kRows, true, false, kFp8, kNorm>, grid, threads, 0, s, p, n);
   else
-    launch(gemv_kernel<kRows, false, false, kFp8>, grid, threads, 0, s, p);
+    launch(gemv_kernel<kRows, false, false, kFp8, kNorm>, grid, threads, 0, s, p, n);
 }
 
-template <bool kFp8>
-void launch_any_rows(const GemmArgs& p, cudaStream_t s) {
+template <bool kFp8, bool kNorm>
+void launch_any_rows(const GemmArgs& p, const GemvNorm& n, cudaStream_t s) {
   if (p.m == 1)
-    launch_rows<1, kFp8>(p, s);
+    launch_rows<1, kFp8, kNorm>(p, n, s);
   else if (p.m == 2)
-    launch_rows<2, kFp8>(p, s);
+    launch_rows<2, kFp8, kNorm>(p, n, s);
   else if (p.m <= 4)
-    launch_rows<4, kFp8>(p, s);
+    launch_rows<4, kFp8, kNorm>(p, n, s);
   else
-    launch_rows<8, kFp8>(p, s);
+    launch_rows<8, kFp8, kNorm>(p, n, s);
 }
 
 }  // namespace
@@ -129,11 +250,13 @@ bool gemv_supports(const GemmArgs& p) {
   return !p.gate && !p.out_e4m3 && p.m >= 1 && p.m <= kGemvMaxRows && p.n % kCols == 0 && p.k % 8 == 0;
 }
 
-void launch_gemv(const GemmArgs& p, cudaStream_t s) {
+void launch_gemv(const GemmArgs& p, cudaStream_t s, const GemvNorm* norm) {
   if (p.fp8)
-    launch_any_rows<true>(p, s);
+    launch_any_rows<true, false>(p, GemvNorm{}, s);
+  else if (norm)
+    launch_any_rows<false, true>(p, *norm, s);
   else
-    launch_any_rows<false>(p, s);
+    launch_any_rows<false, false>(p, GemvNorm{}, s);
 }
 
 }  // namespace kiln::cuda

@@ -10,6 +10,17 @@ namespace kiln::cuda {
 
 inline constexpr int kGemvMaxRows = 64;
 bool gemv_supports(const GemmArgs& args);  // fp16 or E4M3 weights, no gate, no E4M3 output, m <= kGemvMaxRows
-void launch_gemv(const GemmArgs& args, cudaStream_t stream);
+
+// A norm_linear's layer norm, done as the rows of a are loaded (fp16 weights only): gamma and
+// beta [k] (either may be null); the normalised rows are also written to out ([m, k] fp16), the
+// layer norm's output.
+struct GemvNorm {
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
+  float eps = 0.0f;
+  __half* out = nullptr;
+};
+
+void launch_gemv(const GemmArgs& args, cudaStream_t stream, const GemvNorm* norm = nullptr);
 
 }  // namespace kiln::cuda

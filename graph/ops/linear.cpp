@@ -82,6 +82,47 @@ class LinearOp : public OpDef {
   }
 };
 
+// layer_norm then linear, as one node: the GPU's few-rows kernel normalises each input row as it
+// loads it. The normalised x is an output too: a post-norm transformer adds it back as the
+// residual of the layer after next.
+class NormLinearOp : public LinearOp {
+ public:
+  std::string name() const override { return "norm_linear"; }
+  std::vector<OpInput> inputs() const override {
+    std::vector<OpInput> in = LinearOp::inputs();
+    in.push_back({"gamma", true});
+    in.push_back({"beta", true});
+    return in;
+  }
+  std::vector<AttrSpec> attributes() const override {
+    std::vector<AttrSpec> a = LinearOp::attributes();
+    a.push_back(optional_attr("eps", AttrType::Float, 1e-5));
+    return a;
+  }
+  int num_outputs(const Node&) const override { return 2; }
+  void check_attrs(const Node& n) const override {
+    LinearOp::check_attrs(n);
+    const double eps = n.attrs.get_float("eps");
+    KILN_CHECK(std::isfinite(eps) && eps >= 0, "[norm_linear] {}: eps must be finite and not negative", n.name);
+  }
+  std::vector<DType> infer_dtypes(const Node& n, const std::vector<std::optional<DType>>& in) const override {
+    using namespace linear_input;
+    for (size_t s : {Gamma, Beta})
+      if (opt_dtype(in, s)) require_float(opt_dtype(in, s), n, inputs()[s].name.c_str());
+    return {LinearOp::infer_dtypes(n, in)[0], *in[X]};
+  }
+  std::vector<Shape> infer_shapes(const Node& n, const std::vector<std::optional<Shape>>& in) const override {
+    using namespace linear_input;
+    const Shape& x = *in[X];
+    for (size_t s : {Gamma, Beta}) {
+      const auto& p = opt_shape(in, s);
+      KILN_CHECK(!p || *p == Shape{x.back()}, "[norm_linear] {}: {} {} does not fit x {}", n.name, inputs()[s].name,
+                 to_string(*p), to_string(x));
+    }
+    return {LinearOp::infer_shapes(n, in)[0], x};
+  }
+};
+
 class MlpOp : public OpDef {
  public:
   std::string name() const override { return "mlp"; }
@@ -123,6 +164,7 @@ class MlpOp : public OpDef {
 
 KILN_REGISTER_OPS(linear) {
   registry.add(std::make_unique<LinearOp>());
+  registry.add(std::make_unique<NormLinearOp>());
   registry.add(std::make_unique<MlpOp>());
 }
 

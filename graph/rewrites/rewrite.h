@@ -50,6 +50,7 @@ void fuse_channel_gate(Graph& g, const RewriteContext& c);      // x * gate[N, 1
 void fuse_residual_add(Graph& g, const RewriteContext& c);      // add(conv or linear, r) into its epilogue
 void fold_output_cast(Graph& g, const RewriteContext& c);       // a cast after conv/linear/mlp into it
 void fuse_fp8_output(Graph& g, const RewriteContext& c);        // E4M3 storage between FP8 layers
+void fuse_norm_linear(Graph& g, const RewriteContext& c);       // layer_norm -> linear: a norm_linear
 void fuse_log_softmax_topk(Graph& g, const RewriteContext& c);  // log_softmax -> topk: a generator's picks
 
 }  // namespace kiln

@@ -1,11 +1,13 @@
-// linear and mlp on the CPU (graph/ops/linear.h): OpenBLAS GEMMs with bias, activation and
-// residual applied after each. An FP8 linear is emulated exactly: its input rounded as
-// core/fp8.h's fp8_layer_input says, its weights the stored E4M3 values times their row's scale.
+// linear, norm_linear and mlp on the CPU (graph/ops/linear.h): OpenBLAS GEMMs with bias,
+// activation and residual applied after each; norm_linear is layer_norm, then linear. An FP8 linear is emulated
+// exactly: its input rounded as core/fp8.h's fp8_layer_input says, its weights the stored E4M3 values times their row's
+// scale.
 #include <vector>
 
 #include "backends/cpu/activation.h"
 #include "backends/cpu/cpu_kernel.h"
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/layer_norm.h"
 #include "core/error.h"
 #include "core/fp8.h"
 #include "graph/ops/linear.h"
@@ -81,6 +83,34 @@ class LinearKernel : public CpuKernel {
   std::vector<float> rounded_;  // an FP8 layer's input on the E4M3 grid
 };
 
+class NormLinearKernel : public CpuKernel {
+ public:
+  NormLinearKernel(const Graph& g, int node, const ConstantLookup& c)
+      : linear_(g, node, c),
+        gamma_(g, g.nodes()[node], linear_input::Gamma, c),
+        beta_(g, g.nodes()[node], linear_input::Beta, c),
+        eps_(g.nodes()[node].attrs.get_float("eps")) {}
+  bool packs_input(int slot) const override {
+    return linear_.packs_input(slot) || (slot == linear_input::Gamma && gamma_.packed()) ||
+           (slot == linear_input::Beta && beta_.packed());
+  }
+  void run(const KernelArgs& a, int) override {
+    const TensorRef& x = a.inputs[linear_input::X];
+    const TensorRef& normed = a.outputs[1];
+    const int64_t d = x.shape.back(), rows = d ? x.numel() / d : 0;
+    cpu::layer_norm_rows(x.as<const float>(), gamma_.get(a), beta_.get(a), rows, d, eps_, normed.as<float>());
+    KernelArgs inner = a;
+    inner.inputs[linear_input::X] = normed;
+    inner.outputs.resize(1);
+    linear_.run(inner, 0);
+  }
+
+ private:
+  LinearKernel linear_;
+  Operand gamma_, beta_;
+  double eps_;
+};
+
 class MlpKernel : public CpuKernel {
  public:
   MlpKernel(const Graph& g, int node, const ConstantLookup& c)
@@ -120,6 +150,7 @@ class MlpKernel : public CpuKernel {
 
 KILN_REGISTER_CPU_KERNELS(linear) {
   registry.add("linear", make_cpu_kernel<LinearKernel>);
+  registry.add("norm_linear", make_cpu_kernel<NormLinearKernel>);
   registry.add("mlp", make_cpu_kernel<MlpKernel>);
 }
 

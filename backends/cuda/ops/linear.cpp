@@ -1,4 +1,4 @@
-// linear and mlp on the GPU. An fp16 layer whose input size is a multiple of 8 is a tensor-core
+// linear, norm_linear and mlp on the GPU. An fp16 layer whose input size is a multiple of 8 is a tensor-core
 // GEMM (gemm.cu: tile variants timed per layer; residual and f32 output in the epilogue); an
 // output size that is not (a vocabulary of 58101) is padded to one with zero weights, the
 // epilogue storing only the valid columns (out_cols). Any other layer runs the small dense
@@ -14,7 +14,8 @@
 //
 // An FP8 linear runs only on the GEMM's FP8 paths (the tiles of gemm_mma.cu, the few-rows
 // kernel of gemv.cu: E4M3 weights, the input rounded as it is loaded), sm_89 and newer. An mlp
-// (two layers on few rows: squeeze-excite) is one kernel (mlp.cu).
+// (two layers on few rows: squeeze-excite) is one kernel (mlp.cu). A norm_linear is the linear
+// with its input's layer norm: at a few rows in the few-rows kernel, else layer_norm's kernel first.
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -22,7 +23,9 @@
 #include "backends/cuda/cublaslt_gemm.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/gemv.cuh"
 #include "backends/cuda/kernels.cuh"
+#include "backends/cuda/norm.cuh"
 #include "core/error.h"
 #include "graph/ops/activation.h"
 #include "graph/ops/linear.h"
@@ -97,7 +100,8 @@ class LinearKernel : public Kernel {
     }
   }
 
-  int variants() const override { return gemm_ ? kPaddedVariant + 1 : 1; }
+  static constexpr int kVariants = cuda::kGemmVariants + CublasLtGemm::kMaxAlgorithms + 1;  // a GEMM layer's
+  int variants() const override { return gemm_ ? kVariants : 1; }
   std::string variant_name(int v) const override {
     if (!gemm_) return "default";
     if (v == kLtVariant) return "cublaslt";
@@ -136,6 +140,31 @@ class LinearKernel : public Kernel {
     return d;
   }
 
+  cuda::GemmArgs gemm_args(const KernelArgs& a) const {
+    using namespace linear_input;
+    cuda::GemmArgs g;
+    g.a = a.inputs[X].as<const __half>();
+    g.w = weights_.at(weight_);
+    g.bias = bias();
+    g.residual =
+        a.inputs.size() > Residual && a.inputs[Residual].data ? a.inputs[Residual].as<const __half>() : nullptr;
+    g.out = a.outputs[0].data;
+    g.out_f32 = out_ == DType::F32;
+    g.k = static_cast<int>(w_shape_[1]);
+    g.n = static_cast<int>(n_);
+    if (n_ != w_shape_[0]) g.out_cols = static_cast<int>(w_shape_[0]);
+    g.m = static_cast<int>(a.inputs[X].numel() / g.k);
+    g.rows_per_image = 1;
+    g.act = act_;
+    g.workspace = static_cast<float*>(a.workspace);
+    if (fp8_) {
+      g.fp8 = true;
+      g.col_scale = weights_.get<float>(col_scale_);
+      g.a_inv_scale = 1.0f / input_scale_;  // as the CPU backend rounds x * (1 / scale)
+    }
+    return g;
+  }
+
   void run(const KernelArgs& a, int variant) override {
     using namespace linear_input;
     if (gemm_ && variant == kPaddedVariant) return run_cublaslt_padded(a);
@@ -162,6 +191,7 @@ class LinearKernel : public Kernel {
  private:
   static constexpr int kLtVariant = cuda::kGemmVariants;
   static constexpr int kPaddedVariant = kLtVariant + CublasLtGemm::kMaxAlgorithms;
+  static_assert(kVariants == kPaddedVariant + 1);
   static constexpr size_t kLtWorkspace = size_t{4} << 20;  // enough for split-K at a few hundred rows
 
   size_t out_size() const { return out_ == DType::F32 ? 4 : 2; }
@@ -234,31 +264,6 @@ class LinearKernel : public Kernel {
                                       static_cast<size_t>(s.m), cudaMemcpyDeviceToDevice, stream_of(a)));
   }
 
-  cuda::GemmArgs gemm_args(const KernelArgs& a) const {
-    using namespace linear_input;
-    cuda::GemmArgs g;
-    g.a = a.inputs[X].as<const __half>();
-    g.w = weights_.at(weight_);
-    g.bias = bias();
-    g.residual =
-        a.inputs.size() > Residual && a.inputs[Residual].data ? a.inputs[Residual].as<const __half>() : nullptr;
-    g.out = a.outputs[0].data;
-    g.out_f32 = out_ == DType::F32;
-    g.k = static_cast<int>(w_shape_[1]);
-    g.n = static_cast<int>(n_);
-    if (n_ != w_shape_[0]) g.out_cols = static_cast<int>(w_shape_[0]);
-    g.m = static_cast<int>(a.inputs[X].numel() / g.k);
-    g.rows_per_image = 1;
-    g.act = act_;
-    g.workspace = static_cast<float*>(a.workspace);
-    if (fp8_) {
-      g.fp8 = true;
-      g.col_scale = weights_.get<float>(col_scale_);
-      g.a_inv_scale = 1.0f / input_scale_;  // as the CPU backend rounds x * (1 / scale)
-    }
-    return g;
-  }
-
   CudaWeights& weights_;
   bool gemm_ = false, has_bias_ = false, residual_ = false, lt_fits_ = false, fp8_ = false;
   float input_scale_ = 0;
@@ -270,6 +275,84 @@ class LinearKernel : public Kernel {
   cuda::Act act_ = cuda::Act::None;
   DType x_ = DType::F32, out_ = DType::F32;
   size_t weight_ = 0, bias_ = 0;
+};
+
+// norm_linear: layer_norm, then linear, for an fp16 layer the GEMMs take. At up to 16 rows the
+// few-rows kernel does both (gemv.cu), the default; each of linear's variants runs too, after
+// layer_norm's kernel has written the normalised rows, and the planner times them all.
+bool supports_norm_linear(const Graph& g, const Node& n) {
+  using namespace linear_input;
+  const auto constant_or_absent = [&](int slot) { return n.input(slot) < 0 || !constant_shape(g, n, slot).empty(); };
+  return supports_linear(g, n) && gemm_fits(g, n) && input_dtype(g, n, Weight) != DType::F8E4M3 &&
+         constant_or_absent(Gamma) && constant_or_absent(Beta);
+}
+
+class NormLinearKernel : public Kernel {
+ public:
+  explicit NormLinearKernel(CudaKernelContext& c)
+      : linear_(c), weights_(c.weights), eps_(static_cast<float>(c.node.attrs.get_float("eps"))) {
+    using namespace linear_input;
+    const Graph& g = c.graph;
+    const Node& n = c.node;
+    if (n.input(Gamma) >= 0) gamma_ = c.weights.add_f32(c.constants(g.values()[n.inputs[Gamma]].name).to_f32());
+    if (n.input(Beta) >= 0) beta_ = c.weights.add_f32(c.constants(g.values()[n.inputs[Beta]].name).to_f32());
+  }
+
+  int variants() const override { return kFused + 1; }
+  std::string variant_name(int v) const override { return v == kFused ? "gemv_norm" : linear_.variant_name(v); }
+  bool variant_runs(const KernelArgs& a, int v) const override {
+    return v == kFused ? cuda::gemv_supports(linear_.gemm_args(a)) : linear_.variant_runs(linear_args(a), v);
+  }
+  int default_variant(const KernelArgs& a) const override {
+    const cuda::GemmArgs g = linear_.gemm_args(a);
+    return g.m <= 16 && cuda::gemv_supports(g) ? kFused : linear_.default_variant(linear_args(a));
+  }
+  size_t workspace_bytes(const KernelArgs& a, int v) const override {
+    return v == kFused ? 0 : linear_.workspace_bytes(linear_args(a), v);
+  }
+  bool packs_input(int slot) const override {
+    return linear_.packs_input(slot) || slot == linear_input::Gamma || slot == linear_input::Beta;
+  }
+  std::string describe() const override { return "norm + " + linear_.describe(); }
+
+  void run(const KernelArgs& a, int variant) override {
+    if (variant == kFused) {
+      const cuda::GemvNorm norm{gamma(), beta(), eps_, a.outputs[1].as<__half>()};
+      return cuda::launch_gemv(linear_.gemm_args(a), stream_of(a), &norm);
+    }
+    const TensorRef& x = a.inputs[linear_input::X];
+    cuda::NormArgs p;
+    p.x = x.data;
+    p.y = a.outputs[1].data;
+    p.type = x.dtype;
+    p.gamma = gamma();
+    p.beta = beta();
+    p.d = x.shape.back();
+    p.rows = x.numel() / p.d;
+    p.eps = eps_;
+    cuda::launch_layer_norm(p, stream_of(a));
+    linear_.run(linear_args(a), variant);
+  }
+
+ private:
+  // After linear's variants (which the engine numbers from 0, as the linear's).
+  static constexpr int kFused = LinearKernel::kVariants;
+
+  const float* gamma() const { return gamma_ ? weights_.get<float>(*gamma_) : nullptr; }
+  const float* beta() const { return beta_ ? weights_.get<float>(*beta_) : nullptr; }
+
+  // The linear reading the normalised rows (output 1).
+  static KernelArgs linear_args(const KernelArgs& a) {
+    KernelArgs l = a;
+    l.inputs[linear_input::X] = a.outputs[1];
+    l.outputs.resize(1);
+    return l;
+  }
+
+  LinearKernel linear_;
+  CudaWeights& weights_;
+  float eps_;
+  std::optional<size_t> gamma_, beta_;
 };
 
 bool supports_mlp(const Graph& g, const Node& n) {
@@ -343,6 +426,7 @@ class MlpKernel : public Kernel {
 
 KILN_REGISTER_CUDA_KERNELS(linear) {
   registry.add("linear", {supports_linear, make_cuda_kernel<LinearKernel>, supports_linear});
+  registry.add("norm_linear", {supports_norm_linear, make_cuda_kernel<NormLinearKernel>, supports_norm_linear});
   registry.add("mlp", {supports_mlp, make_cuda_kernel<MlpKernel>, supports_mlp});
 }
 
