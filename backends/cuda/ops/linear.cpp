@@ -100,8 +100,7 @@ class LinearKernel : public Kernel {
     }
   }
 
-  static constexpr int kVariants = cuda::kGemmVariants + CublasLtGemm::kMaxAlgorithms + 1;  // a GEMM layer's
-  int variants() const override { return gemm_ ? kVariants : 1; }
+  int variants() const override { return gemm_ ? kPaddedVariant + 1 : 1; }
   std::string variant_name(int v) const override {
     if (!gemm_) return "default";
     if (v == kLtVariant) return "cublaslt";
@@ -140,6 +139,7 @@ class LinearKernel : public Kernel {
     return d;
   }
 
+  // The GEMM's arguments (norm_linear's kernel adds its norm to them).
   cuda::GemmArgs gemm_args(const KernelArgs& a) const {
     using namespace linear_input;
     cuda::GemmArgs g;
@@ -191,7 +191,6 @@ class LinearKernel : public Kernel {
  private:
   static constexpr int kLtVariant = cuda::kGemmVariants;
   static constexpr int kPaddedVariant = kLtVariant + CublasLtGemm::kMaxAlgorithms;
-  static_assert(kVariants == kPaddedVariant + 1);
   static constexpr size_t kLtWorkspace = size_t{4} << 20;  // enough for split-K at a few hundred rows
 
   size_t out_size() const { return out_ == DType::F32 ? 4 : 2; }
@@ -277,20 +276,32 @@ class LinearKernel : public Kernel {
   size_t weight_ = 0, bias_ = 0;
 };
 
-// norm_linear: layer_norm, then linear, for an fp16 layer the GEMMs take. At up to 16 rows the
-// few-rows kernel does both (gemv.cu), the default; each of linear's variants runs too, after
-// layer_norm's kernel has written the normalised rows, and the planner times them all.
+// norm_linear: layer_norm's kernel, then any of linear's variants, which the planner times as
+// for a linear; for an fp16 layer the GEMMs take (not FP8) one more, the few-rows kernel doing
+// both (gemv.cu), the default at up to 16 rows. Fusion makes a norm_linear only where that one
+// exists (fast_norm_linear).
 bool supports_norm_linear(const Graph& g, const Node& n) {
   using namespace linear_input;
   const auto constant_or_absent = [&](int slot) { return n.input(slot) < 0 || !constant_shape(g, n, slot).empty(); };
-  return supports_linear(g, n) && gemm_fits(g, n) && input_dtype(g, n, Weight) != DType::F8E4M3 &&
-         constant_or_absent(Gamma) && constant_or_absent(Beta);
+  return supports_linear(g, n) && constant_or_absent(Gamma) && constant_or_absent(Beta);
+}
+
+bool one_kernel_norm_linear(const Graph& g, const Node& n) {
+  return gemm_fits(g, n) && input_dtype(g, n, linear_input::Weight) != DType::F8E4M3;
+}
+
+bool fast_norm_linear(const Graph& g, const Node& n) {
+  return supports_norm_linear(g, n) && one_kernel_norm_linear(g, n);
 }
 
 class NormLinearKernel : public Kernel {
  public:
   explicit NormLinearKernel(CudaKernelContext& c)
-      : linear_(c), weights_(c.weights), eps_(static_cast<float>(c.node.attrs.get_float("eps"))) {
+      : linear_(c),
+        weights_(c.weights),
+        eps_(static_cast<float>(c.node.attrs.get_float("eps"))),
+        fused_(linear_.variants()),
+        one_kernel_(one_kernel_norm_linear(c.graph, c.node)) {
     using namespace linear_input;
     const Graph& g = c.graph;
     const Node& n = c.node;
@@ -298,17 +309,21 @@ class NormLinearKernel : public Kernel {
     if (n.input(Beta) >= 0) beta_ = c.weights.add_f32(c.constants(g.values()[n.inputs[Beta]].name).to_f32());
   }
 
-  int variants() const override { return kFused + 1; }
-  std::string variant_name(int v) const override { return v == kFused ? "gemv_norm" : linear_.variant_name(v); }
+  int variants() const override { return fused_ + 1; }
+  std::string variant_name(int v) const override { return v == fused_ ? "gemv_norm" : linear_.variant_name(v); }
   bool variant_runs(const KernelArgs& a, int v) const override {
-    return v == kFused ? cuda::gemv_supports(linear_.gemm_args(a)) : linear_.variant_runs(linear_args(a), v);
+    return v == fused_ ? one_kernel_ && cuda::gemv_supports(linear_.gemm_args(a))
+                       : linear_.variant_runs(linear_args(a), v);
   }
   int default_variant(const KernelArgs& a) const override {
-    const cuda::GemmArgs g = linear_.gemm_args(a);
-    return g.m <= 16 && cuda::gemv_supports(g) ? kFused : linear_.default_variant(linear_args(a));
+    if (one_kernel_) {
+      const cuda::GemmArgs g = linear_.gemm_args(a);
+      if (g.m <= 16 && cuda::gemv_supports(g)) return fused_;
+    }
+    return linear_.default_variant(linear_args(a));
   }
   size_t workspace_bytes(const KernelArgs& a, int v) const override {
-    return v == kFused ? 0 : linear_.workspace_bytes(linear_args(a), v);
+    return v == fused_ ? 0 : linear_.workspace_bytes(linear_args(a), v);
   }
   bool packs_input(int slot) const override {
     return linear_.packs_input(slot) || slot == linear_input::Gamma || slot == linear_input::Beta;
@@ -316,7 +331,7 @@ class NormLinearKernel : public Kernel {
   std::string describe() const override { return "norm + " + linear_.describe(); }
 
   void run(const KernelArgs& a, int variant) override {
-    if (variant == kFused) {
+    if (variant == fused_) {
       const cuda::GemvNorm norm{gamma(), beta(), eps_, a.outputs[1].as<__half>()};
       return cuda::launch_gemv(linear_.gemm_args(a), stream_of(a), &norm);
     }
@@ -335,9 +350,6 @@ class NormLinearKernel : public Kernel {
   }
 
  private:
-  // After linear's variants (which the engine numbers from 0, as the linear's).
-  static constexpr int kFused = LinearKernel::kVariants;
-
   const float* gamma() const { return gamma_ ? weights_.get<float>(*gamma_) : nullptr; }
   const float* beta() const { return beta_ ? weights_.get<float>(*beta_) : nullptr; }
 
@@ -352,6 +364,8 @@ class NormLinearKernel : public Kernel {
   LinearKernel linear_;
   CudaWeights& weights_;
   float eps_;
+  int fused_;                // the one-kernel variant's number, after linear's
+  bool one_kernel_ = false;  // whether it exists (one_kernel_norm_linear)
   std::optional<size_t> gamma_, beta_;
 };
 
@@ -426,7 +440,7 @@ class MlpKernel : public Kernel {
 
 KILN_REGISTER_CUDA_KERNELS(linear) {
   registry.add("linear", {supports_linear, make_cuda_kernel<LinearKernel>, supports_linear});
-  registry.add("norm_linear", {supports_norm_linear, make_cuda_kernel<NormLinearKernel>, supports_norm_linear});
+  registry.add("norm_linear", {supports_norm_linear, make_cuda_kernel<NormLinearKernel>, fast_norm_linear});
   registry.add("mlp", {supports_mlp, make_cuda_kernel<MlpKernel>, supports_mlp});
 }
 
