@@ -68,8 +68,10 @@ TEST(Rewrites, DecoderStepTransposesBecomeViews) {
   EXPECT_EQ(op_counts(*fusing_engine(def, false, "encoder"))["transpose"], 8);
 }
 
-// In a post-norm transformer every layer norm but the encoder's last (a graph output) fuses into
-// the linear reading it, and its output stays there for the residual that also reads it.
+// In a post-norm transformer every layer norm that a linear reads fuses into it (the tiny
+// encoder's last feeds no linear), and its output stays there for the residual that also reads
+// it. A linear whose residual is the norm's output itself stays apart: fused, the node would read
+// what it makes.
 TEST(Rewrites, ALayerNormFusesIntoTheLinearReadingIt) {
   const auto def = test::tiny_transformer();
   for (const char* graph : {"decoder_step", "encoder"}) {
@@ -87,6 +89,23 @@ TEST(Rewrites, ALayerNormFusesIntoTheLinearReadingIt) {
     const auto want = reference.run(in)[0].to_f32(), got = fused->run(in)[0].to_f32();
     EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-5) << "step " << t;
   }
+  ModelDefinition own;
+  GraphBuilder b(own);
+  const int x = b.input("x", DType::F32, {{2, ""}, {8, ""}});
+  Tensor gamma({8}), beta({8}), w({8, 8}), bias({8});
+  for (size_t i = 0; i < w.data.size(); ++i) w.data[i] = static_cast<float>((i * 5) % 7) * 0.1f - 0.3f;
+  for (size_t i = 0; i < 8; ++i) gamma.data[i] = 1.0f + 0.1f * static_cast<float>(i);
+  const int y = b.layer_norm(x, "norm", gamma, beta, 1e-5);
+  b.output("out", b.linear(y, "proj", w, bias, Activation::None, {}, y));
+  own.validate();
+  auto fused_own = fusing_engine(own, false);
+  EXPECT_EQ(op_counts(*fused_own).count("norm_linear"), 0u);
+  std::vector<float> xs(16);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>((i * 3) % 11) * 0.5f;
+  const std::vector<HostTensor> in = {HostTensor::from_f32("x", {2, 8}, xs)};
+  const auto want = Engine(own.graph(), own.constants(), EngineOptions{"cpu"}).run(in)[0].to_f32();
+  const auto got = fused_own->run(in)[0].to_f32();
+  EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-5);
 }
 
 // A conv writes E4M3 for its FP8 reader only where the backend runs both so: a backend whose

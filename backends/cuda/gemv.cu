@@ -12,12 +12,15 @@
 // FP8 (E4M3 weights, 8 bytes a vector): the same walk over half the bytes; each input vector is
 // rounded to E4M3 at the layer's input scale as it is loaded, each sum multiplied by its column's
 // scale before the epilogue, as the FP8 GEMM tiles do (gemm_mma.cu).
-// A norm_linear (fp16): every block first takes its rows' statistics as layer_norm's kernel does
-// (norm.cu: the sum of x - x0, then the squares about the mean; rows of a few KB, read again from
-// L2), then normalises each input vector as it loads it, rounded to fp16 as the norm's output
-// would be; the blocks of the first column group also store it (the norm's output). Every block
-// repeats the statistics, which is cheaper than a launch of its own at a few rows.
+// A norm_linear (fp16 weights): every block first takes its rows' statistics in the three
+// passes of layer_norm's kernel (norm.cu: the sum of x - x0, then the squares about the mean;
+// rows of a few KB, read again from L2), summed in another order, so the two agree to float
+// rounding, not bit for bit. It then normalises each input vector as it loads it, rounded to
+// fp16 like the norm's output, which the blocks of the first column group also store. Every
+// block repeats the statistics instead of a launch of its own: at one row this took a 12-layer
+// decoder step from 0.80 to 0.70 ms on an H100 (37 norms).
 #include <algorithm>
+#include <stdexcept>
 #include <type_traits>
 
 #include "backends/cuda/block_reduce.cuh"
@@ -251,6 +254,7 @@ bool gemv_supports(const GemmArgs& p) {
 }
 
 void launch_gemv(const GemmArgs& p, cudaStream_t s, const GemvNorm* norm) {
+  if (norm && p.fp8) throw std::invalid_argument("[cuda] gemv: no layer norm before FP8 weights");
   if (p.fp8)
     launch_any_rows<true, false>(p, GemvNorm{}, s);
   else if (norm)

@@ -11,9 +11,9 @@ namespace kiln::cuda {
 inline constexpr int kGemvMaxRows = 64;
 bool gemv_supports(const GemmArgs& args);  // fp16 or E4M3 weights, no gate, no E4M3 output, m <= kGemvMaxRows
 
-// A norm_linear's layer norm, done as the rows of a are loaded (fp16 weights only): gamma and
-// beta [k] (either may be null); the normalised rows are also written to out ([m, k] fp16), the
-// layer norm's output.
+// A norm_linear's layer norm, done as the rows of a are loaded: gamma and beta [k] (either may be
+// null); the normalised rows are also written to out ([m, k] fp16), the layer norm's output.
+// fp16 weights only (launch_gemv throws for FP8 ones).
 struct GemvNorm {
   const float* gamma = nullptr;
   const float* beta = nullptr;

@@ -93,6 +93,35 @@ TEST(CudaTransformer, PaddedCublasLtProjectionMatchesCpu) {
   EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 1e-2);
 }
 
+// norm_linear's one-kernel form (the few-rows kernel normalising its input rows) forced on every
+// layer that takes it, and linear's few-rows kernel after layer_norm's forced the same way, at 1,
+// 9 (two groups of rows) and 40 rows, against the CPU; the vocabulary projection (50 outputs,
+// padded to 56) is one of them.
+TEST(CudaTransformer, NormLinearInOneKernelMatchesCpu) {
+  REQUIRE_GPU();
+  const auto def = test::tiny_transformer();
+  for (const auto& [batch, seq] : {std::pair{1, 1}, std::pair{3, 3}, std::pair{2, 20}}) {
+    const Bindings sizes = {{"batch", batch}, {"seq", seq}};
+    const test::ForcedVariants forced(def, sizes, "cuda", "decoder");
+    std::vector<int64_t> ids(batch * seq);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 13 + 2) % 50);
+    const std::vector<HostTensor> in = {HostTensor::from_i64("ids", {batch, seq}, ids),
+                                        HostTensor::from_i64("positions", {seq}, iota(seq))};
+    const auto a = test::engine(def, "cpu", nlohmann::json::object(), "decoder")->run(in)[0].to_f32();
+    for (const std::string variant : {"gemv_norm", "gemv"}) {
+      auto gpu = forced.forced(variant);
+      const int taken = test::ForcedVariants::taken(*gpu, sizes, variant);
+      if (variant == "gemv_norm")
+        EXPECT_EQ(taken, 4) << "rows " << batch * seq;  // two norms in each of 2 layers
+      else
+        EXPECT_GE(taken, 4) << "rows " << batch * seq;
+      const auto b = gpu->run(in)[0].to_f32();
+      ASSERT_EQ(a.size(), b.size());
+      EXPECT_LT(test::rel_l2(b.data(), a.data(), a.size()), 1e-2) << variant << " rows " << batch * seq;
+    }
+  }
+}
+
 // A token id outside the table is flagged by the GPU's gather and read back with the run's
 // outputs: the call throws, and the next call with valid ids is clean and right.
 TEST(CudaTransformer, AnIdOutOfRangeFailsTheCallAndOnlyThatCall) {

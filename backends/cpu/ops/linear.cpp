@@ -1,7 +1,7 @@
 // linear, norm_linear and mlp on the CPU (graph/ops/linear.h): OpenBLAS GEMMs with bias,
-// activation and residual applied after each; norm_linear is layer_norm, then linear. An FP8 linear is emulated
-// exactly: its input rounded as core/fp8.h's fp8_layer_input says, its weights the stored E4M3 values times their row's
-// scale.
+// activation and residual applied after each; norm_linear is layer_norm, then linear. An FP8
+// linear is emulated exactly: its input rounded as core/fp8.h's fp8_layer_input says, its
+// weights the stored E4M3 values times their row's scale.
 #include <vector>
 
 #include "backends/cpu/activation.h"

@@ -1,8 +1,8 @@
-// linear, norm_linear and mlp on the GPU. An fp16 layer whose input size is a multiple of 8 is a tensor-core
-// GEMM (gemm.cu: tile variants timed per layer; residual and f32 output in the epilogue); an
-// output size that is not (a vocabulary of 58101) is padded to one with zero weights, the
-// epilogue storing only the valid columns (out_cols). Any other layer runs the small dense
-// kernel (one thread per output).
+// linear, norm_linear and mlp on the GPU. An fp16 layer whose input size is a multiple of 8 is a
+// tensor-core GEMM (gemm.cu: tile variants timed per layer; residual and f32 output in the
+// epilogue); an output size that is not (a vocabulary of 58101) is padded to one with zero
+// weights, the epilogue storing only the valid columns (out_cols). Any other layer runs the
+// small dense kernel (one thread per output).
 //
 // cuBLASLt's heuristic's first choices are more variants where its epilogue can do the layer
 // (bias, ReLU, the residual as its C; not SiLU or kiln's exact GELU): at a decoder step's few
@@ -15,7 +15,8 @@
 // An FP8 linear runs only on the GEMM's FP8 paths (the tiles of gemm_mma.cu, the few-rows
 // kernel of gemv.cu: E4M3 weights, the input rounded as it is loaded), sm_89 and newer. An mlp
 // (two layers on few rows: squeeze-excite) is one kernel (mlp.cu). A norm_linear is the linear
-// with its input's layer norm: at a few rows in the few-rows kernel, else layer_norm's kernel first.
+// with its input's layer norm: at a few rows in the few-rows kernel, else layer_norm's kernel
+// first.
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -139,7 +140,7 @@ class LinearKernel : public Kernel {
     return d;
   }
 
-  // The GEMM's arguments (norm_linear's kernel adds its norm to them).
+  // The GEMM's arguments (norm_linear's kernel passes them to the few-rows kernel with its norm).
   cuda::GemmArgs gemm_args(const KernelArgs& a) const {
     using namespace linear_input;
     cuda::GemmArgs g;
@@ -277,9 +278,9 @@ class LinearKernel : public Kernel {
 };
 
 // norm_linear: layer_norm's kernel, then any of linear's variants, which the planner times as
-// for a linear; for an fp16 layer the GEMMs take (not FP8) one more, the few-rows kernel doing
-// both (gemv.cu), the default at up to 16 rows. Fusion makes a norm_linear only where that one
-// exists (fast_norm_linear).
+// for a linear. A layer on the GEMM path with fp16 weights has one variant more, "gemv_norm":
+// the few-rows kernel doing both (gemv.cu), the default at up to 16 rows. Fusion makes a
+// norm_linear only where that variant exists (fast_norm_linear).
 bool supports_norm_linear(const Graph& g, const Node& n) {
   using namespace linear_input;
   const auto constant_or_absent = [&](int slot) { return n.input(slot) < 0 || !constant_shape(g, n, slot).empty(); };
@@ -309,7 +310,7 @@ class NormLinearKernel : public Kernel {
     if (n.input(Beta) >= 0) beta_ = c.weights.add_f32(c.constants(g.values()[n.inputs[Beta]].name).to_f32());
   }
 
-  int variants() const override { return fused_ + 1; }
+  int variants() const override { return fused_ + (one_kernel_ ? 1 : 0); }
   std::string variant_name(int v) const override { return v == fused_ ? "gemv_norm" : linear_.variant_name(v); }
   bool variant_runs(const KernelArgs& a, int v) const override {
     return v == fused_ ? one_kernel_ && cuda::gemv_supports(linear_.gemm_args(a))

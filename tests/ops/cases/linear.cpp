@@ -1,7 +1,7 @@
 // linear (with bias, activation, residual) over rank 2 to 4 inputs, with and without the
 // residual, FP8 linears, norm_linear against layer_norm and linear, and mlp against its two
-// linears. On CUDA, up to 16 rows take the
-// few-rows kernel (9 rows: two groups of rows), more the tiled GEMMs; FP8 only the FP8 tiles.
+// linears. On CUDA, up to 16 rows take the few-rows kernel (9 rows: two groups of rows), more
+// the tiled GEMMs; FP8 only the FP8 tiles.
 #include <cmath>
 #include <tuple>
 
@@ -76,23 +76,29 @@ KILN_OP_CASES(linear) {
 }
 
 // norm_linear against layer_norm then linear: one row (CUDA's few-rows kernel does both, one
-// vector of x per thread at K = 1024), 3 rows over a K of 40 (no whole warp of vectors), 9 rows
-// (two groups of rows, so a second group's blocks write their normalised rows) with a K of 4096
-// (several vectors per thread: the statistics loop), 40 rows (layer_norm's kernel, then the
-// tiles); with and without residual, gamma and beta. Inputs sit at an offset of 3 (x0's shift).
+// vector of x per thread at K = 1024), 2 rows into 20 outputs (padded to 24 on CUDA) of f32, with
+// gamma and no beta, 3 rows over a K of 40 (no whole warp of vectors), 9 rows (two groups of
+// rows) with a K of 4096 (several vectors per thread in the statistics) and neither gamma nor
+// beta, 40 rows (layer_norm's kernel, then the tiles). Inputs sit at an offset of 3 (x0's shift).
 KILN_OP_CASES(norm_linear) {
   std::vector<OpCase> cases;
   struct Spec {
     Shape x;
     int64_t n;
-    bool residual, affine;
+    bool residual, gamma, beta;
+    std::string out_dtype;
   };
+  const std::vector<Spec> specs = {{{1, 1, 1024}, 64, true, true, true, ""},
+                                   {{2, 64}, 20, false, true, false, "f32"},
+                                   {{3, 40}, 24, false, true, true, ""},
+                                   {{9, 4096}, 16, true, false, false, ""},
+                                   {{40, 96}, 1000, false, true, true, ""}};
   for (DType t : {DType::F32, DType::F16})
-    for (const Spec& s : {Spec{{1, 1, 1024}, 64, true, true}, Spec{{3, 40}, 24, false, true},
-                          Spec{{9, 4096}, 16, true, false}, Spec{{40, 96}, 1000, false, true}}) {
+    for (const Spec& s : specs) {
       const int64_t k = s.x.back();
       OpCase c("norm_linear", t, s.x,
-               fmt::format("n{}{}{}", s.n, s.residual ? "_residual" : "", s.affine ? "" : "_no_affine"));
+               fmt::format("n{}{}{}{}{}", s.n, s.residual ? "_residual" : "", s.gamma ? "" : "_no_gamma",
+                           s.beta ? "" : "_no_beta", s.out_dtype.empty() ? "" : "_" + s.out_dtype));
       std::vector<float> xv(static_cast<size_t>(numel(s.x)));
       std::normal_distribution<float> normal(3.0f, 1.0f);
       for (float& v : xv) v = normal(c.rng);
@@ -102,9 +108,9 @@ KILN_OP_CASES(norm_linear) {
       Shape ys = s.x;
       ys.back() = s.n;
       const int r = s.residual ? c.input("r", t, ys) : -1;
-      const int gamma = s.affine ? c.constant("gamma", DType::F32, {k}, 1.0) : -1;
-      const int beta = s.affine ? c.constant("beta", DType::F32, {k}, 0.5) : -1;
-      const Attrs attrs = {{"act", std::string("gelu")}, {"eps", 1e-5}};
+      const int gamma = s.gamma ? c.constant("gamma", DType::F32, {k}, 1.0) : -1;
+      const int beta = s.beta ? c.constant("beta", DType::F32, {k}, 0.5) : -1;
+      const Attrs attrs = {{"act", std::string("gelu")}, {"eps", 1e-5}, {"out_dtype", s.out_dtype}};
       const auto outs = c.graph.add_node("norm_linear", "fc", {x, w, b, r, -1, gamma, beta}, attrs);
       c.output(outs[0], "y");
       c.output(outs[1], "normalized");
@@ -116,10 +122,11 @@ KILN_OP_CASES(norm_linear) {
         Shape ys = s.x;
         ys.back() = s.n;
         const int r = s.residual ? g.add_input("r", t, fixed_shape(ys)) : -1;
-        const int gamma = s.affine ? g.add_constant("gamma", DType::F32, {k}) : -1;
-        const int beta = s.affine ? g.add_constant("beta", DType::F32, {k}) : -1;
+        const int gamma = s.gamma ? g.add_constant("gamma", DType::F32, {k}) : -1;
+        const int beta = s.beta ? g.add_constant("beta", DType::F32, {k}) : -1;
         const int normed = g.add("layer_norm", "norm", {x, gamma, beta}, {{"eps", 1e-5}});
-        g.add_output("y", g.add("linear", "fc", {normed, w, b, r}, {{"act", std::string("gelu")}}));
+        g.add_output(
+            "y", g.add("linear", "fc", {normed, w, b, r}, {{"act", std::string("gelu")}, {"out_dtype", s.out_dtype}}));
         g.add_output("normalized", normed);
         return g;
       };
