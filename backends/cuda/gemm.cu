@@ -257,7 +257,7 @@ bool gemm_variant_supports(const GemmArgs& p, int variant) {
 
 int gemm_default_variant(const GemmArgs& p) {
   if (p.im2col.active()) return kWmmaVariants;
-  if (p.m <= 16 && gemv_supports(p)) return kGemvVariant;
+  if (gemv_by_default(p)) return kGemvVariant;
   return p.fp8 || p.out_e4m3 ? kWmmaVariants : 0;
 }
 

@@ -66,47 +66,37 @@ struct RowNorms {
   float x0[kRows], mean[kRows], inv[kRows];
 };
 
+// Over each of the block's rows, the sum of term(m, x) for its elements x, to every thread.
+template <int kRows, typename Term>
+__device__ __forceinline__ void row_sums(const GemmArgs& p, int m0, int rows, float (*scratch)[kRows],
+                                         float (&s)[kRows], Term term) {
+#pragma unroll
+  for (int m = 0; m < kRows; ++m) s[m] = 0.0f;
+  for (int c = threadIdx.x; c < p.k / 8; c += blockDim.x)
+#pragma unroll
+    for (int m = 0; m < kRows; ++m)
+      if (m < rows) {
+        Half8 a;
+        a.u = __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(m0 + m) * p.k) + c);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) s[m] += term(m, __half2float(a.h[e]));
+      }
+  block_sums<kRows>(s, scratch);
+}
+
 template <int kRows>
 __device__ RowNorms<kRows> row_norms(const GemmArgs& p, float eps, int m0, int rows, float (*scratch)[kRows]) {
-  const int vecs = p.k / 8;
   RowNorms<kRows> r;
-  auto row = [&](int m, int c) {
-    return __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(m0 + m) * p.k) + c);
-  };
+#pragma unroll
+  for (int m = 0; m < kRows; ++m) r.x0[m] = m < rows ? __half2float(p.a[static_cast<int64_t>(m0 + m) * p.k]) : 0.0f;
   float s[kRows];
+  row_sums<kRows>(p, m0, rows, scratch, s, [&](int m, float x) { return x - r.x0[m]; });
 #pragma unroll
-  for (int m = 0; m < kRows; ++m) {
-    r.x0[m] = m < rows ? __half2float(p.a[static_cast<int64_t>(m0 + m) * p.k]) : 0.0f;
-    s[m] = 0.0f;
-  }
-  for (int c = threadIdx.x; c < vecs; c += blockDim.x)
-#pragma unroll
-    for (int m = 0; m < kRows; ++m)
-      if (m < rows) {
-        Half8 a;
-        a.u = row(m, c);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) s[m] += __half2float(a.h[e]) - r.x0[m];
-      }
-  block_sums<kRows>(s, scratch);
-#pragma unroll
-  for (int m = 0; m < kRows; ++m) {
-    r.mean[m] = s[m] / static_cast<float>(p.k);
-    s[m] = 0.0f;
-  }
-  for (int c = threadIdx.x; c < vecs; c += blockDim.x)
-#pragma unroll
-    for (int m = 0; m < kRows; ++m)
-      if (m < rows) {
-        Half8 a;
-        a.u = row(m, c);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const float d = (__half2float(a.h[e]) - r.x0[m]) - r.mean[m];
-          s[m] = fmaf(d, d, s[m]);
-        }
-      }
-  block_sums<kRows>(s, scratch);
+  for (int m = 0; m < kRows; ++m) r.mean[m] = s[m] / static_cast<float>(p.k);
+  row_sums<kRows>(p, m0, rows, scratch, s, [&](int m, float x) {
+    const float d = (x - r.x0[m]) - r.mean[m];
+    return d * d;
+  });
 #pragma unroll
   for (int m = 0; m < kRows; ++m) r.inv[m] = 1.0f / sqrtf(s[m] / static_cast<float>(p.k) + eps);
   return r;
@@ -117,13 +107,19 @@ struct NormAffine {
   float gamma[8], beta[8];
 };
 
+// Two 16-byte loads each: gamma and beta are [k] f32 with k % 8 == 0, from the kernel's own
+// aligned weight memory.
 __device__ __forceinline__ NormAffine norm_affine(const GemvNorm& n, int c) {
   NormAffine f;
+  auto load = [&](const float* v, float fill, float(&out)[8]) {
 #pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    f.gamma[e] = n.gamma ? __ldg(n.gamma + c * 8 + e) : 1.0f;
-    f.beta[e] = n.beta ? __ldg(n.beta + c * 8 + e) : 0.0f;
-  }
+    for (int h = 0; h < 2; ++h) {
+      const float4 q = v ? __ldg(reinterpret_cast<const float4*>(v) + c * 2 + h) : make_float4(fill, fill, fill, fill);
+      out[4 * h] = q.x, out[4 * h + 1] = q.y, out[4 * h + 2] = q.z, out[4 * h + 3] = q.w;
+    }
+  };
+  load(n.gamma, 1.0f, f.gamma);
+  load(n.beta, 0.0f, f.beta);
   return f;
 }
 
@@ -156,7 +152,12 @@ __global__ void __launch_bounds__(max_warps(kRows) * 32) gemv_kernel(GemmArgs p,
 #pragma unroll
     for (int j = 0; j < kCols; ++j) wv[j] = __ldg(w + static_cast<int64_t>(n0 + j) * vecs + c);
   };
-  if (static_cast<int>(threadIdx.x) < vecs) load_weights(threadIdx.x);
+  // The norm's gamma and beta are constants too.
+  [[maybe_unused]] NormAffine affine;
+  if (static_cast<int>(threadIdx.x) < vecs) {
+    load_weights(threadIdx.x);
+    if constexpr (kNorm) affine = norm_affine(norm, threadIdx.x);
+  }
   wait_for_predecessor();
   __shared__ float partial[max_warps(kRows)][kRows][kCols];
   const int rows = min(kRows, p.m - m0);
@@ -167,10 +168,11 @@ __global__ void __launch_bounds__(max_warps(kRows) * 32) gemv_kernel(GemmArgs p,
   }
   float acc[kRows][kCols] = {};
   for (int c = threadIdx.x; c < vecs; c += blockDim.x) {
-    if (c != static_cast<int>(threadIdx.x)) load_weights(c);
+    if (c != static_cast<int>(threadIdx.x)) {
+      load_weights(c);
+      if constexpr (kNorm) affine = norm_affine(norm, c);
+    }
     Half8 a[kRows];
-    [[maybe_unused]] NormAffine affine;
-    if constexpr (kNorm) affine = norm_affine(norm, c);
 #pragma unroll
     for (int m = 0; m < kRows; ++m) {
       a[m].u = m < rows ? __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(m0 + m) * p.k) + c)
@@ -252,6 +254,8 @@ void launch_any_rows(const GemmArgs& p, const GemvNorm& n, cudaStream_t s) {
 bool gemv_supports(const GemmArgs& p) {
   return !p.gate && !p.out_e4m3 && p.m >= 1 && p.m <= kGemvMaxRows && p.n % kCols == 0 && p.k % 8 == 0;
 }
+
+bool gemv_by_default(const GemmArgs& p) { return !p.im2col.active() && p.m <= 16 && gemv_supports(p); }
 
 void launch_gemv(const GemmArgs& p, cudaStream_t s, const GemvNorm* norm) {
   if (norm && p.fp8) throw std::invalid_argument("[cuda] gemv: no layer norm before FP8 weights");

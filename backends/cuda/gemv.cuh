@@ -10,6 +10,8 @@ namespace kiln::cuda {
 
 inline constexpr int kGemvMaxRows = 64;
 bool gemv_supports(const GemmArgs& args);  // fp16 or E4M3 weights, no gate, no E4M3 output, m <= kGemvMaxRows
+// Whether the few-rows kernel is a GEMM's default (gemm_default_variant): up to 16 rows.
+bool gemv_by_default(const GemmArgs& args);
 
 // A norm_linear's layer norm, done as the rows of a are loaded: gamma and beta [k] (either may be
 // null); the normalised rows are also written to out ([m, k] fp16), the layer norm's output.

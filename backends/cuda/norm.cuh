@@ -24,6 +24,18 @@ struct NormArgs {
   float eps = 0.0f;
 };
 
+// The rows of x's last dim (d) normalised into y, neither gamma nor beta set.
+inline NormArgs norm_rows(const void* x, void* y, DType type, int64_t numel, int64_t d, float eps) {
+  NormArgs p;
+  p.x = x;
+  p.y = y;
+  p.type = type;
+  p.d = d;
+  p.rows = numel / d;
+  p.eps = eps;
+  return p;
+}
+
 // y = (x - mean) / sqrt(var + eps) * gamma + beta, var the biased variance.
 void launch_layer_norm(const NormArgs& args, cudaStream_t stream);
 // y = x / sqrt(mean(x^2) + eps) * gamma.

@@ -17,10 +17,7 @@ class LayerNormKernel : public Kernel {
 
   void run(const KernelArgs& a, int) override {
     const TensorRef& x = a.inputs[X];
-    cuda::NormArgs p;
-    p.x = x.data;
-    p.y = a.outputs[0].data;
-    p.type = x.dtype;
+    cuda::NormArgs p = cuda::norm_rows(x.data, a.outputs[0].data, x.dtype, x.numel(), x.shape.back(), eps_);
     if (a.inputs.size() > Gamma && a.inputs[Gamma].data) {
       p.gamma = a.inputs[Gamma].data;
       p.gamma_type = a.inputs[Gamma].dtype;
@@ -29,9 +26,6 @@ class LayerNormKernel : public Kernel {
       p.beta = a.inputs[Beta].data;
       p.beta_type = a.inputs[Beta].dtype;
     }
-    p.d = x.shape.back();
-    p.rows = x.numel() / p.d;
-    p.eps = eps_;
     cuda::launch_layer_norm(p, stream_of(a));
   }
 

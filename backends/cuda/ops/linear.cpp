@@ -317,10 +317,7 @@ class NormLinearKernel : public Kernel {
                        : linear_.variant_runs(linear_args(a), v);
   }
   int default_variant(const KernelArgs& a) const override {
-    if (one_kernel_) {
-      const cuda::GemmArgs g = linear_.gemm_args(a);
-      if (g.m <= 16 && cuda::gemv_supports(g)) return fused_;
-    }
+    if (one_kernel_ && cuda::gemv_by_default(linear_.gemm_args(a))) return fused_;
     return linear_.default_variant(linear_args(a));
   }
   size_t workspace_bytes(const KernelArgs& a, int v) const override {
@@ -337,15 +334,9 @@ class NormLinearKernel : public Kernel {
       return cuda::launch_gemv(linear_.gemm_args(a), stream_of(a), &norm);
     }
     const TensorRef& x = a.inputs[linear_input::X];
-    cuda::NormArgs p;
-    p.x = x.data;
-    p.y = a.outputs[1].data;
-    p.type = x.dtype;
+    cuda::NormArgs p = cuda::norm_rows(x.data, a.outputs[1].data, x.dtype, x.numel(), x.shape.back(), eps_);
     p.gamma = gamma();
     p.beta = beta();
-    p.d = x.shape.back();
-    p.rows = x.numel() / p.d;
-    p.eps = eps_;
     cuda::launch_layer_norm(p, stream_of(a));
     linear_.run(linear_args(a), variant);
   }
