@@ -60,6 +60,16 @@ ShapeSpec parse_shape(const nlohmann::json& j, const std::string& what) {
   return s;
 }
 
+// An in-place node's (output, the input value it updates) pairs; none for other nodes.
+std::vector<std::pair<int, int>> in_place_targets(const Node& n) {
+  std::vector<std::pair<int, int>> targets;
+  if (!n.def().in_place()) return targets;
+  for (size_t o = 0; o < n.outputs.size(); ++o)
+    if (const int slot = n.def().aliases_input(static_cast<int>(o)); slot >= 0)
+      targets.emplace_back(n.outputs[o], n.inputs[slot]);
+  return targets;
+}
+
 void check_declared_shape(const ShapeSpec& shape, const std::string& what) {
   KILN_CHECK(shape.size() <= kMaxRank, "[graph] {}: rank {} is over {}", what, shape.size(), kMaxRank);
   for (const Dim& d : shape) {
@@ -380,11 +390,20 @@ void Graph::validate() const {
     KILN_CHECK(n.attrs == n0.attrs, "[graph] {}: attributes are not complete", n.name);
     for (int v : n.inputs)
       KILN_CHECK(v < 0 || defined[v], "[graph] {}: reads value {} before it is written", n.name, v);
-    if (n.def().in_place()) {
-      const int target = n.inputs[0];
+    std::set<int> targets;
+    for (const auto& [output, target] : in_place_targets(n)) {
       KILN_CHECK(values_[target].kind == ValueKind::State || in_place_outputs.count(target),
                  "[graph] {}: {} updates its input in place; that input must be a state", n.name, n.op);
-      for (int v : n.outputs) in_place_outputs.insert(v);
+      KILN_CHECK(targets.insert(target).second, "[graph] {}: {} updates one value twice", n.name, n.op);
+      in_place_outputs.insert(output);
+    }
+    // Nor may it read what it updates through another input.
+    for (size_t s = 0; s < n.inputs.size(); ++s) {
+      bool aliased = false;
+      for (size_t o = 0; o < n.outputs.size(); ++o)
+        aliased = aliased || n.def().aliases_input(static_cast<int>(o)) == static_cast<int>(s);
+      KILN_CHECK(aliased || !targets.count(n.inputs[s]), "[graph] {}: {} reads a value it updates in place", n.name,
+                 n.op);
     }
     auto dtypes = infer_node_dtypes(n);
     KILN_CHECK(n.outputs.size() == dtypes.size(), "[graph] {}: {} outputs, the op makes {}", n.name, n.outputs.size(),
@@ -412,7 +431,9 @@ void Graph::validate() const {
   const auto writer = producers();
   for (size_t v = 0; v < values_.size(); ++v)
     for (int c : readers[v]) {
-      if (!nodes_[c].def().in_place() || nodes_[c].inputs[0] != static_cast<int>(v)) continue;
+      const auto targets = in_place_targets(nodes_[c]);
+      if (std::none_of(targets.begin(), targets.end(), [&](const auto& t) { return t.second == static_cast<int>(v); }))
+        continue;
       std::set<int> before;  // the nodes c depends on
       std::vector<int> todo = {c};
       while (!todo.empty()) {

@@ -44,9 +44,10 @@ class OpDef {
   // The input slot whose memory output `output` is (a view such as reshape, or an in-place
   // update of a state), or -1.
   virtual int aliases_input(int output) const { return -1; }
-  // Writes into input 0's memory (aliases_input(0) == 0) rather than viewing it. Input 0 must
-  // then be a state, or the output of another in-place op on a state: nothing else may still
-  // read the old contents (Graph::validate checks this).
+  // Writes into the memory of the inputs its outputs alias (aliases_input) rather than viewing
+  // it: a KV cache's keys and values updated by one node. Each such input must then be a state,
+  // or the output of another in-place op on a state: nothing else may still read the old
+  // contents (Graph::validate checks this).
   virtual bool in_place() const { return false; }
 };
 

@@ -34,6 +34,7 @@ class FusingBackend : public CpuBackend {
     fuse_fp8_output(g, c);
     fuse_norm_linear(g, c);
     fuse_log_softmax_topk(g, c);
+    fuse_kv_cache_attention(g, c);
   }
 
  private:

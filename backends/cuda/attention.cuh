@@ -40,6 +40,19 @@ struct AttentionArgs {
   bool causal = false;
   uint32_t* error = nullptr;
   uint32_t error_bit = 0, index_error_bit = 0;
+  // kv_cache_attention's form (the step kernel only, attention_step.cu): q is read from a
+  // stacked projection [batch, sq, q_stride] (query head h at h * d), whose key heads follow the
+  // query heads and whose value heads follow the key heads. Those sq new keys and values of row b
+  // go to positions offset[b] .. offset[b] + sq - 1 of k_out and v_out (the caches k and v read)
+  // and, wherever a row reads them in the same launch, are read from the projection. An offset
+  // outside [0, sk - sq] writes nothing and sets offset_error_bit.
+  int64_t q_stride = 0;  // 0: q is [batch, heads, sq, d]
+  const void* offset = nullptr;
+  DType offset_type = DType::I64;
+  int64_t offsets = 0;  // 1 (for every row) or batch
+  uint32_t offset_error_bit = 0;
+  void* k_out = nullptr;
+  void* v_out = nullptr;
 };
 
 void launch_attention(const AttentionArgs& args, cudaStream_t stream);

@@ -76,8 +76,39 @@ __device__ __forceinline__ float mask_at(const AttentionArgs& p, const void* mas
                                    : static_cast<const float*>(mask)[at];
 }
 
-// D: head dims padded (64 or 128); W: warps per query row; VEC: 16-byte loads (load8).
-template <typename T, int D, int W, bool VEC>
+// kv_cache_attention's form (AttentionArgs::offset): the first of row b's new positions, or -1
+// where its offset leaves no room for them.
+__device__ __forceinline__ int64_t new_keys_at(const AttentionArgs& p, int64_t b) {
+  const int64_t i = p.offsets == 1 ? 0 : b;
+  const int64_t at =
+      p.offset_type == DType::I64 ? static_cast<const int64_t*>(p.offset)[i] : static_cast<const int32_t*>(p.offset)[i];
+  return at >= 0 && at <= p.sk - p.sq ? at : -1;
+}
+
+// The projection's row for row b's new position i: its key heads at heads * d, its value heads
+// after them.
+template <typename T>
+__device__ __forceinline__ const T* new_keys(const AttentionArgs& p, int64_t b, int64_t i) {
+  return static_cast<const T*>(p.q) + (b * p.sq + i) * p.q_stride + p.heads * p.d;
+}
+
+// Copies n values (n <= 128) from `from` to `to`, 8 per lane.
+template <bool VEC, typename T>
+__device__ __forceinline__ void copy_row(const T* from, T* to, int64_t n, int lane) {
+  for (int64_t c = static_cast<int64_t>(lane) * 8; c < n; c += 32 * 8) {
+    if constexpr (VEC) {
+      *reinterpret_cast<uint4*>(to + c) = *reinterpret_cast<const uint4*>(from + c);
+      if constexpr (!std::is_same_v<T, __half>)
+        *reinterpret_cast<uint4*>(to + c + 4) = *reinterpret_cast<const uint4*>(from + c + 4);
+    } else {
+      for (int64_t e = c; e < c + 8 && e < n; ++e) to[e] = from[e];
+    }
+  }
+}
+
+// D: head dims padded (64 or 128); W: warps per query row; VEC: 16-byte loads (load8); kAppend:
+// kv_cache_attention's form (AttentionArgs::offset).
+template <typename T, int D, int W, bool VEC, bool kAppend>
 __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(AttentionArgs p) {
   constexpr int L = D / 8;   // lanes per key row
   constexpr int G = 32 / L;  // key rows per pass
@@ -95,7 +126,21 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
     const int64_t g = h / (p.heads / p.kv_heads);
     const int64_t len = kv_limit(p, b, h == 0 && i == 0 && threadIdx.x % (32 * W) == 0);
     const int64_t seen = keys_seen(p, i, len);
-    const T* q = static_cast<const T*>(p.q) + row * p.d;
+    const T* q = kAppend ? static_cast<const T*>(p.q) + (b * p.sq + i) * p.q_stride + h * p.d
+                         : static_cast<const T*>(p.q) + row * p.d;
+    // kv_cache_attention: the first query head of each kv head writes position i's new key and
+    // value into the caches (a warp of its row). Nothing in this launch reads them there.
+    if (kAppend && h % (p.heads / p.kv_heads) == 0 && part == 0) {
+      const int64_t at = new_keys_at(p, b);
+      if (at >= 0) {
+        const T* from = new_keys<T>(p, b, i);
+        const int64_t cell = (b * p.kv_heads + g) * p.sk + at + i;
+        copy_row<VEC>(from + g * p.d, static_cast<T*>(p.k_out) + cell * p.d, p.d, lane);
+        copy_row<VEC>(from + p.kv_heads * p.d + g * p.dv, static_cast<T*>(p.v_out) + cell * p.dv, p.dv, lane);
+      } else if (h == 0 && i == 0 && lane == 0) {
+        atomicOr(p.error, p.offset_error_bit);
+      }
+    }
     const int64_t base = kv_base(p, b);  // the row of k and v that k and v point into
     const T* k = static_cast<const T*>(p.k) + (base * p.kv_heads + g) * p.sk * p.d;
     const T* v = static_cast<const T*>(p.v) + (base * p.kv_heads + g) * p.sk * p.dv;
@@ -109,18 +154,29 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
     float qc[8] = {};
     if (k_columns) load8<VEC>(q, c, p.d, qc);
     for (int64_t j0 = static_cast<int64_t>(part) * 32; j0 < seen; j0 += W * 32) {
-      // The row of k and v holding key j0 + lane, shuffled to the lanes that read that key.
+      // The row of k and v holding key j0 + lane, shuffled to the lanes that read that key; with
+      // kv_cache_attention, also which of that row's new positions the key is (-1: none).
       const int from_lane = static_cast<int>(j0 + lane < seen ? kv_batch(p, b, j0 + lane) : base);
+      int new_lane = -1;
+      if (kAppend && j0 + lane < seen) {
+        const int64_t at = new_keys_at(p, from_lane), j = j0 + lane;
+        if (at >= 0 && j >= at && j < at + p.sq) new_lane = static_cast<int>(j - at);
+      }
       int from[L];
       int key_row[L];  // < sk, which attention_step_fits bounds
+      int fresh[L];    // new_lane's value for the key
       float score[L];
 #pragma unroll
       for (int t = 0; t < L; ++t) {
         const int key = t * G + group;
-        from[t] = __shfl_sync(kFull, from_lane, key < seen - j0 ? key : static_cast<int>(seen - 1 - j0));
+        const int source = key < seen - j0 ? key : static_cast<int>(seen - 1 - j0);
+        from[t] = __shfl_sync(kFull, from_lane, source);
+        fresh[t] = kAppend ? __shfl_sync(kFull, new_lane, source) : -1;
         key_row[t] = static_cast<int>(j0 + key < seen ? j0 + key : seen - 1);
         float x[8] = {};
-        if (k_columns) load8<VEC>(row_of(k, p, base, from[t], key_row[t], p.d), c, p.d, x);
+        const T* key_at =
+            fresh[t] >= 0 ? new_keys<T>(p, from[t], fresh[t]) + g * p.d : row_of(k, p, base, from[t], key_row[t], p.d);
+        if (k_columns) load8<VEC>(key_at, c, p.d, x);
         float dot = 0.0f;
 #pragma unroll
         for (int e = 0; e < 8; ++e) dot = fmaf(qc[e], x[e], dot);
@@ -155,7 +211,9 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
         const float w = expf(score[t] - new_max);  // 0 for -inf scores
         sum += w;
         float x[8];
-        load8<VEC>(row_of(v, p, base, from[t], key_row[t], p.dv), c, p.dv, x);
+        const T* value_at = fresh[t] >= 0 ? new_keys<T>(p, from[t], fresh[t]) + p.kv_heads * p.d + g * p.dv
+                                          : row_of(v, p, base, from[t], key_row[t], p.dv);
+        load8<VEC>(value_at, c, p.dv, x);
         // A key of weight 0 adds nothing, even where its value row is not finite.
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[e] = w == 0.0f ? acc[e] : fmaf(w, x[e], acc[e]);
@@ -218,7 +276,7 @@ int warps_per_row(const AttentionArgs& p) {
   return w;
 }
 
-template <typename T, int D, bool VEC>
+template <typename T, int D, bool VEC, bool kAppend>
 void launch_split(const AttentionArgs& p, cudaStream_t s) {
   const int64_t rows = p.batch * p.heads * p.sq;
   auto go = [&](auto kernel, int w) {
@@ -227,22 +285,22 @@ void launch_split(const AttentionArgs& p, cudaStream_t s) {
   };
   switch (warps_per_row(p)) {
     case 4:
-      return go(attention_step_kernel<T, D, 4, VEC>, 4);
+      return go(attention_step_kernel<T, D, 4, VEC, kAppend>, 4);
     case 2:
-      return go(attention_step_kernel<T, D, 2, VEC>, 2);
+      return go(attention_step_kernel<T, D, 2, VEC, kAppend>, 2);
     default:
-      return go(attention_step_kernel<T, D, 1, VEC>, 1);
+      return go(attention_step_kernel<T, D, 1, VEC, kAppend>, 1);
   }
 }
 
-template <typename T>
+template <typename T, bool kAppend>
 void launch_typed(const AttentionArgs& p, cudaStream_t s) {
-  const bool vec = p.d % 8 == 0 && p.dv % 8 == 0 && aligned16(p.q, p.k, p.v);
+  const bool vec = p.d % 8 == 0 && p.dv % 8 == 0 && p.q_stride % 8 == 0 && aligned16(p.q, p.k, p.v, p.k_out, p.v_out);
   const bool narrow = p.d <= 64 && p.dv <= 64;
   if (vec)
-    narrow ? launch_split<T, 64, true>(p, s) : launch_split<T, 128, true>(p, s);
+    narrow ? launch_split<T, 64, true, kAppend>(p, s) : launch_split<T, 128, true, kAppend>(p, s);
   else
-    narrow ? launch_split<T, 64, false>(p, s) : launch_split<T, 128, false>(p, s);
+    narrow ? launch_split<T, 64, false, kAppend>(p, s) : launch_split<T, 128, false, kAppend>(p, s);
 }
 
 }  // namespace
@@ -253,9 +311,9 @@ bool attention_step_fits(const AttentionArgs& p) {
 
 void launch_attention_step(const AttentionArgs& p, cudaStream_t s) {
   if (p.type == DType::F16)
-    launch_typed<__half>(p, s);
+    p.offset ? launch_typed<__half, true>(p, s) : launch_typed<__half, false>(p, s);
   else
-    launch_typed<float>(p, s);
+    p.offset ? launch_typed<float, true>(p, s) : launch_typed<float, false>(p, s);
 }
 
 }  // namespace kiln::cuda

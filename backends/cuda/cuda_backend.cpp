@@ -202,6 +202,7 @@ void CudaBackend::fuse(Graph& graph) const {
   fuse_fp8_output(graph, c);
   fuse_norm_linear(graph, c);
   fuse_log_softmax_topk(graph, c);
+  fuse_kv_cache_attention(graph, c);
 }
 
 std::unique_ptr<Kernel> CudaBackend::make_kernel(const Graph& graph, int node, const ConstantLookup& constants) {

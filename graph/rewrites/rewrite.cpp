@@ -15,6 +15,15 @@ ShapeOracle::ShapeOracle(const Graph& g) {
   b_ = g.infer_shapes(b);
 }
 
+bool ShapeOracle::holds(const std::vector<int>& values, const std::function<bool(const std::vector<Shape>&)>& p) const {
+  for (const auto* sizes : {&a_, &b_}) {
+    std::vector<Shape> shapes;
+    for (int v : values) shapes.push_back((*sizes)[v]);
+    if (!p(shapes)) return false;
+  }
+  return true;
+}
+
 void prune(Graph& g) {
   for (bool changed = true; changed;) {
     changed = false;
