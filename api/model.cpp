@@ -121,6 +121,8 @@ Status Model::run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>
     t.plans += after.plans - before.plans;
     t.planning_seconds += after.seconds - before.seconds;
     t.tuning_seconds += after.tuning_seconds - before.tuning_seconds;
+    t.timed += after.timed - before.timed;
+    t.cached += after.cached - before.cached;
     return Status::Ok();
   } catch (const std::exception& e) {
     return Status::Error(e.what());

@@ -153,6 +153,15 @@ struct Engine::Impl {
   void make_plan(Plan& plan, const std::string& key, const Bindings& b, const std::vector<int>& taps);
   void materialize_constants();
   void choose_variants(Plan& plan, const std::string& key);
+  // The variant the timing cache holds for node i's problem on this hardware, or -1.
+  int cached_variant(size_t i, const std::string& problem) {
+    if (!options.timing_cache) return -1;
+    const std::optional<std::string> name = options.timing_cache->find(primary().hardware(), problem);
+    if (!name) return -1;
+    for (int v = 0; v < kernels[i]->variants(); ++v)
+      if (kernels[i]->variant_name(v) == *name) return v;
+    return -1;
+  }
   // A kernel problem whose two fastest variants timed alone within kCloseCall of each other.
   struct CloseCall {
     std::vector<size_t> nodes;  // that have this problem
@@ -536,7 +545,8 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
       fill_inputs(plan);
       execute(plan);
     }
-    std::map<std::string, CloseCall> close_calls;  // by problem
+    std::map<std::string, CloseCall> close_calls;            // by problem
+    std::vector<std::pair<std::string, size_t>> timed_here;  // problems timed, with a node that has each
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (!has_choice(i)) continue;
       if (stateful && nodes[i].def().in_place()) continue;
@@ -549,6 +559,11 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
         // a node joins the close call only where it can run the runner-up.
         if (auto c = close_calls.find(problem); c != close_calls.end() && runs(i, c->second.runner_up))
           c->second.nodes.push_back(i);
+        continue;
+      }
+      if (const int v = cached_variant(i, problem); v >= 0 && runs(i, v)) {
+        plan.variants[i] = problem_tuned[problem] = v;
+        ++planning.cached;
         continue;
       }
       // Each variant warmed up, then ten runs of each timed as a plan's replay runs them (in one
@@ -576,6 +591,7 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
       // fastest few are timed in full. With all 19 timed in full, an opus-mt-en-de-sized
       // encoder's plan took 190 ms while a translation waited (beam 4 over 32 sources, an
       // H100); with the first look, 100 ms, and the plans ran as fast.
+      if (candidates.size() > 1) ++planning.timed;
       if (candidates.size() > kFinalists) {
         const std::vector<double> first = timed(candidates, 1);
         std::vector<size_t> order(candidates.size());
@@ -603,8 +619,14 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
           close_calls.try_emplace(problem, CloseCall{{i}, candidates[runner_up], ms[chosen]});
       }
       problem_tuned[problem] = plan.variants[i];
+      if (candidates.size() > 1) timed_here.emplace_back(problem, i);
     }
     if (!stateful && single_backend() && primary().is_accelerator()) settle_close_calls(plan, close_calls);
+    if (options.timing_cache && !timed_here.empty()) {
+      for (const auto& [problem, i] : timed_here)  // as settled
+        options.timing_cache->record(primary().hardware(), problem, kernels[i]->variant_name(problem_tuned[problem]));
+      options.timing_cache->save();
+    }
   }
   tuned[key] = plan.variants;
 }

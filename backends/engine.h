@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/timing_cache.h"
 #include "graph/graph.h"
 #include "kiln/tensor.h"
 
@@ -36,6 +37,9 @@ struct EngineOptions {
   // what it chose in the bundle). Off elsewhere: the choice depends on timings, and two engines
   // on one bundle (a server and the C++ API) must compute alike. GPUs always time.
   bool time_cpu_variants = false;
+  // Kernel choices timed by earlier processes, taken instead of timing again, and where this
+  // engine times a problem, its choice for later ones (bundles give TimingCache::user()).
+  std::shared_ptr<TimingCache> timing_cache;
   // Run on this backend instead of the one `device` names (embedders with a backend of their
   // own; tests). Nodes it cannot run go to the CPU as usual.
   std::shared_ptr<Backend> backend;
@@ -88,6 +92,8 @@ class Engine {
     int64_t plans = 0;
     double seconds = 0;
     double tuning_seconds = 0;  // of which choosing kernel variants
+    int64_t timed = 0;          // kernel problems whose variants were timed
+    int64_t cached = 0;         // kernel problems whose choice came from the timing cache
   };
   Planning planning() const;
 

@@ -193,6 +193,7 @@ EngineOptions Bundle::engine_options(const std::string& device) const {
   o.device = device;
   o.precision = precision() == "fp32" ? "fp32" : "fp16";
   o.saved_plans = manifest_.value("plans", nlohmann::json::object());
+  o.timing_cache = TimingCache::user();
   return o;
 }
 

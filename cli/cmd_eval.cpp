@@ -29,13 +29,13 @@ struct TextEvalArgs {
 void print_run_times(const Model& model, double seconds, bool json) {
   std::FILE* to = json ? stderr : stdout;
   double in_graphs = 0;
-  fmt::print(to, "{:<14} {:>8} {:>10} {:>12} {:>9} {:>6} {:>12} {:>10}\n", "graph", "calls", "total ms", "ms per call",
-             "setup ms", "plans", "planning ms", "tuning ms");
+  fmt::print(to, "{:<14} {:>8} {:>10} {:>12} {:>9} {:>6} {:>12} {:>10} {:>6} {:>6}\n", "graph", "calls", "total ms",
+             "ms per call", "setup ms", "plans", "planning ms", "tuning ms", "timed", "cached");
   for (const auto& g : model.run_times()) {
     if (g.calls == 0) continue;  // an engine made, not run (at load, or its only run failed)
-    fmt::print(to, "{:<14} {:>8} {:>10.1f} {:>12.4f} {:>9.1f} {:>6} {:>12.1f} {:>10.1f}\n", g.graph, g.calls,
-               1e3 * g.seconds, 1e3 * g.seconds / g.calls, 1e3 * g.setup_seconds, g.plans, 1e3 * g.planning_seconds,
-               1e3 * g.tuning_seconds);
+    fmt::print(to, "{:<14} {:>8} {:>10.1f} {:>12.4f} {:>9.1f} {:>6} {:>12.1f} {:>10.1f} {:>6} {:>6}\n", g.graph,
+               g.calls, 1e3 * g.seconds, 1e3 * g.seconds / g.calls, 1e3 * g.setup_seconds, g.plans,
+               1e3 * g.planning_seconds, 1e3 * g.tuning_seconds, g.timed, g.cached);
     in_graphs += g.seconds;
   }
   fmt::print(to, "{:<14} {:>8} {:>10.1f}\n", "outside graphs", "", 1e3 * (seconds - in_graphs));

@@ -3,8 +3,13 @@
 // takes a bundle's saved choice, made on the same CPU with the same threads, or the default.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/threads.h"
+#include "backends/timing_cache.h"
+#include "core/read_file.h"
 #include "tests/test_graphs.h"
 
 namespace kiln {
@@ -92,6 +97,65 @@ TEST(CpuPlans, TimedOnlyWhenAskedAndSavedForTheSameCpuAndThreads) {
   nlohmann::json elsewhere = saved;
   elsewhere["cpu"]["device"] = hardware + " (another)";
   EXPECT_EQ(with_saved(elsewhere), (std::map<std::string, int>{{"onednn", 8}}));
+}
+
+// What one planner timed, the next one (another process: a new backend, a new cache read from
+// the file) takes from the timing cache without timing; other hardware and another build of
+// kiln time again, and a damaged file is set aside, not trusted.
+TEST(CpuPlans, ATimingCacheSparesTheNextPlannerTheTimings) {
+  const ModelDefinition def = test::mbconv_graph(10, 3, 2, false);
+  const std::string path = (std::filesystem::temp_directory_path() / "kiln-timing-cache-test.json").string();
+  std::filesystem::remove(path);
+  struct Run {
+    int timings = 0;
+    Engine::Planning planning;
+    nlohmann::json plans;
+  };
+  auto plan = [&](const std::string& build) {
+    auto rigged = std::make_shared<RiggedCpu>();
+    EngineOptions o{"cpu"};
+    o.backend = rigged;
+    o.time_cpu_variants = true;
+    o.timing_cache = std::make_shared<TimingCache>(path, build);
+    Engine e(def.graph(), def.constants(), o);
+    e.prepare(kSizes);
+    return Run{rigged->timings, e.planning(), e.export_plans()};
+  };
+  const Run first = plan("build 1");
+  EXPECT_GE(first.timings, 3);
+  EXPECT_GE(first.planning.timed, 1);
+  EXPECT_LE(first.planning.timed, first.timings);  // a problem is timed in one or two rounds
+  EXPECT_EQ(first.planning.cached, 0);
+  ASSERT_TRUE(std::filesystem::exists(path));
+
+  const Run second = plan("build 1");
+  EXPECT_EQ(second.timings, 0);
+  EXPECT_EQ(second.planning.timed, 0);
+  EXPECT_EQ(second.planning.cached, first.planning.timed);
+  EXPECT_EQ(second.plans, first.plans) << "the cached choices are the timed ones";
+
+  const Run rebuilt = plan("build 2");
+  EXPECT_EQ(rebuilt.timings, first.timings) << "another build's timings do not count";
+
+  // The file now holds build 2's choices for this CPU; under another hardware name they are
+  // not found.
+  const std::string hardware = first.plans.at("cpu").at("device");
+  TimingCache reread(path, "build 2");
+  int found = 0;
+  const nlohmann::json file = nlohmann::json::parse(read_file(path, 1 << 20));  // items() needs a named object
+  for (const auto& [problem, variant] : file.at("entries").at(hardware).items()) {
+    EXPECT_EQ(reread.find(hardware, problem), variant.get<std::string>());
+    EXPECT_FALSE(reread.find(hardware + " (another)", problem).has_value());
+    ++found;
+  }
+  EXPECT_EQ(found, first.planning.timed);
+
+  for (const std::string damaged : {"{\"build\": \"build 2\", \"entries\": {\"x\": 3}}", "{\"build\"", "[]"}) {
+    std::ofstream(path, std::ios::trunc) << damaged;
+    EXPECT_EQ(plan("build 2").timings, first.timings) << damaged;
+    EXPECT_EQ(plan("build 2").timings, 0) << "the file is written anew after " << damaged;
+  }
+  std::filesystem::remove(path);
 }
 
 }  // namespace

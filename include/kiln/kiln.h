@@ -132,6 +132,8 @@ class Model {
     int64_t plans = 0;
     double planning_seconds = 0;
     double tuning_seconds = 0;  // of planning_seconds, timing kernel variants
+    int64_t timed = 0;          // kernel problems timed by those plans
+    int64_t cached = 0;         // kernel problems whose choice the timing cache held
   };
   std::vector<GraphTime> run_times() const;
   void reset_run_times();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 
 #include "backends/engine.h"
@@ -39,6 +40,41 @@ TEST(CudaTransformer, EncoderMatchesCpu) {
           << precision << " seq " << seq;
     }
   }
+}
+
+// A second engine (as in a second process) with the timing cache the first one wrote times no
+// kernel, takes the first one's choices and computes the same outputs.
+TEST(CudaTransformer, ATimingCacheSparesTheSecondEngineItsTimings) {
+  REQUIRE_GPU();
+  const auto def = test::tiny_transformer();
+  const std::string path = (std::filesystem::temp_directory_path() / "kiln-gpu-timing-cache-test.json").string();
+  std::filesystem::remove(path);
+  const int seq = 48;
+  std::vector<int64_t> ids(2 * seq);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 7 + 3) % 50);
+  const std::vector<HostTensor> in = {HostTensor::from_i64("ids", {2, seq}, ids),
+                                      HostTensor::from_i64("positions", {seq}, iota(seq)),
+                                      HostTensor::from_f32("mask", {2, seq}, std::vector<float>(2 * seq, 0.0f))};
+  struct Run {
+    Engine::Planning planning;
+    nlohmann::json plans;
+    std::vector<float> out;
+  };
+  auto run = [&] {
+    EngineOptions o{"cuda", "fp16"};
+    o.timing_cache = std::make_shared<TimingCache>(path, "test");
+    Engine e(def.graph("encoder"), def.constants(), o);
+    std::vector<float> out = e.run(in)[0].to_f32();
+    return Run{e.planning(), e.export_plans(), std::move(out)};
+  };
+  const Run first = run(), second = run();
+  EXPECT_GE(first.planning.timed, 2) << "the encoder's GEMMs";
+  EXPECT_EQ(first.planning.cached, 0);
+  EXPECT_EQ(second.planning.timed, 0);
+  EXPECT_EQ(second.planning.cached, first.planning.timed);
+  EXPECT_EQ(second.plans, first.plans);
+  EXPECT_EQ(second.out, first.out);
+  std::filesystem::remove(path);
 }
 
 // Each of the cuBLASLt heuristic's algorithms that a linear layer may be planned with, forced
