@@ -361,11 +361,11 @@ Plan& Engine::Impl::plan_for(const Bindings& b, const std::vector<int>& taps) {
   }
   const auto start = std::chrono::steady_clock::now();
   auto plan = std::make_unique<Plan>();
-  const double tuned_before = planning.tuning_seconds;
+  const Engine::Planning before = planning;
   try {
     make_plan(*plan, k, b, taps);
   } catch (...) {  // a plan that failed counts nowhere
-    planning.tuning_seconds = tuned_before;
+    planning = before;
     throw;
   }
   ++planning.plans;

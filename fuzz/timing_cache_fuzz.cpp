@@ -1,6 +1,6 @@
 // libFuzzer target for the timing cache file (backends/timing_cache.h), which every GPU engine
 // reads from the user's cache folder: any bytes as a cache of the build "fuzz"; what parses
-// must hold only strings.
+// holds no hardware without choices.
 #include <cstdint>
 #include <cstdlib>
 #include <string>

@@ -2,6 +2,7 @@
 // what the reference computes; the engine times them only when asked (kiln build) and otherwise
 // takes a bundle's saved choice, made on the same CPU with the same threads, or the default.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -104,7 +105,8 @@ TEST(CpuPlans, TimedOnlyWhenAskedAndSavedForTheSameCpuAndThreads) {
 // kiln time again, and a damaged file is set aside, not trusted.
 TEST(CpuPlans, ATimingCacheSparesTheNextPlannerTheTimings) {
   const ModelDefinition def = test::mbconv_graph(10, 3, 2, false);
-  const std::string path = (std::filesystem::temp_directory_path() / "kiln-timing-cache-test.json").string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / fmt::format("kiln-timing-cache-test-{}.json", ::getpid())).string();
   std::filesystem::remove(path);
   struct Run {
     int timings = 0;
@@ -156,6 +158,17 @@ TEST(CpuPlans, ATimingCacheSparesTheNextPlannerTheTimings) {
     EXPECT_EQ(plan("build 2").timings, 0) << "the file is written anew after " << damaged;
   }
   std::filesystem::remove(path);
+}
+
+TEST(CpuPlans, TheUserTimingCacheLivesWhereTheEnvironmentSays) {
+  EXPECT_EQ(TimingCache::user_path("/tmp/t.json", "/x", "/h"), "/tmp/t.json");
+  EXPECT_EQ(TimingCache::user_path("off", "/x", "/h"), "");
+  EXPECT_EQ(TimingCache::user_path("", "/x", "/h"), "");
+  EXPECT_EQ(TimingCache::user_path(nullptr, "/x", "/h"), "/x/kiln/timing-cache.json");
+  EXPECT_EQ(TimingCache::user_path(nullptr, "", "/h"), "/h/.cache/kiln/timing-cache.json");
+  EXPECT_EQ(TimingCache::user_path(nullptr, nullptr, nullptr), "");
+  EXPECT_FALSE(TimingCache::this_build().empty());
+  EXPECT_NE(TimingCache::this_build().find(KILN_VERSION), std::string::npos);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // encoder at sequence lengths 1 to 256, and the decoder step by step with its KV cache kept in
 // states on the GPU, in fp32 and in fp16. Every node must run on the GPU.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -47,7 +48,8 @@ TEST(CudaTransformer, EncoderMatchesCpu) {
 TEST(CudaTransformer, ATimingCacheSparesTheSecondEngineItsTimings) {
   REQUIRE_GPU();
   const auto def = test::tiny_transformer();
-  const std::string path = (std::filesystem::temp_directory_path() / "kiln-gpu-timing-cache-test.json").string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / fmt::format("kiln-gpu-timing-cache-test-{}.json", ::getpid())).string();
   std::filesystem::remove(path);
   const int seq = 48;
   std::vector<int64_t> ids(2 * seq);
