@@ -542,6 +542,7 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
     // the caches of sequences being generated; its kernels are timed on the buffers as they are.
     const bool stateful = !exec.states().empty();
     std::vector<std::string> problems(nodes.size());  // of the nodes to choose for
+    std::vector<int> cached(nodes.size(), -1);        // the timing cache's choice for a node's problem
     bool to_time = false;  // a problem that neither this engine nor the timing cache has a choice for
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (!has_choice(i) || (stateful && nodes[i].def().in_place())) continue;
@@ -550,7 +551,8 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
       for (const auto* refs : {&plan.args[i].inputs, &plan.args[i].outputs})
         for (const TensorRef& t : *refs) problem += fmt::format("|{} {}", dtype_name(t.dtype), to_string(t.shape));
       const auto t = problem_tuned.find(problem);
-      const int v = t != problem_tuned.end() ? t->second : cached_variant(i, problem);
+      if (t == problem_tuned.end()) cached[i] = cached_variant(i, problem);
+      const int v = t != problem_tuned.end() ? t->second : cached[i];
       to_time = to_time || !runs(i, v);
     }
     // (Where every choice is known, the warm-up run is skipped: on an H200 it was most of a
@@ -572,7 +574,7 @@ void Engine::Impl::choose_variants(Plan& plan, const std::string& key) {
           c->second.nodes.push_back(i);
         continue;
       }
-      if (const int v = cached_variant(i, problem); v >= 0 && runs(i, v)) {
+      if (const int v = cached[i]; v >= 0 && runs(i, v)) {
         plan.variants[i] = problem_tuned[problem] = v;
         ++planning.cached;
         continue;

@@ -22,9 +22,34 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "graph/graph.h"
+#include "graph/ops/attention.h"
 
 namespace kiln {
+
+std::vector<AttrSpec> attention_attrs() {
+  return {optional_attr("scale", AttrType::Float, 0.0), optional_attr("causal", AttrType::Int, int64_t{0})};
+}
+
+void check_attention_attrs(const Node& n, const char* op) {
+  KILN_CHECK(std::isfinite(n.attrs.get_float("scale")), "[{}] {}: scale must be finite", op, n.name);
+  const int64_t causal = n.attrs.get_int("causal");
+  KILN_CHECK(causal == 0 || causal == 1, "[{}] {}: causal must be 0 or 1", op, n.name);
+}
+
+void check_kv_table_dtypes(const Node& n, const std::vector<std::optional<DType>>& in, size_t kv_length) {
+  if (in.size() > kv_length && in[kv_length]) require_integer(in[kv_length], n, "kv_length");
+  if (in.size() > kv_length + 1 && in[kv_length + 1]) require_integer(in[kv_length + 1], n, "kv_rows");
+}
+
+void check_kv_table_shapes(const Node& n, const std::vector<std::optional<Shape>>& in, size_t kv_length, int64_t b,
+                           int64_t sk, const char* op) {
+  if (in.size() > kv_length && in[kv_length])
+    KILN_CHECK(*in[kv_length] == Shape{b}, "[{}] {}: kv_length {} must be [{}]", op, n.name, to_string(*in[kv_length]),
+               b);
+  if (in.size() > kv_length + 1 && in[kv_length + 1])
+    KILN_CHECK(*in[kv_length + 1] == (Shape{b, sk}), "[{}] {}: kv_rows {} must be [{}, {}]", op, n.name,
+               to_string(*in[kv_length + 1]), b, sk);
+}
 
 namespace {
 
@@ -36,14 +61,8 @@ class AttentionOp : public OpDef {
   std::vector<OpInput> inputs() const override {
     return {{"q"}, {"k"}, {"v"}, {"mask", true}, {"kv_length", true}, {"kv_rows", true}};
   }
-  std::vector<AttrSpec> attributes() const override {
-    return {optional_attr("scale", AttrType::Float, 0.0), optional_attr("causal", AttrType::Int, int64_t{0})};
-  }
-  void check_attrs(const Node& n) const override {
-    KILN_CHECK(std::isfinite(n.attrs.get_float("scale")), "[attention] {}: scale must be finite", n.name);
-    const int64_t causal = n.attrs.get_int("causal");
-    KILN_CHECK(causal == 0 || causal == 1, "[attention] {}: causal must be 0 or 1", n.name);
-  }
+  std::vector<AttrSpec> attributes() const override { return attention_attrs(); }
+  void check_attrs(const Node& n) const override { check_attention_attrs(n, "attention"); }
   std::vector<DType> infer_dtypes(const Node& n, const std::vector<std::optional<DType>>& in) const override {
     require_float(in[Q], n, "q");
     KILN_CHECK(*in[Q] != DType::F8E4M3, "[attention] {}: no FP8 attention", n.name);
@@ -53,8 +72,7 @@ class AttentionOp : public OpDef {
       require_float(in[Mask], n, "mask");
       KILN_CHECK(*in[Mask] != DType::F8E4M3, "[attention] {}: no FP8 mask", n.name);
     }
-    if (in.size() > KvLength && in[KvLength]) require_integer(in[KvLength], n, "kv_length");
-    if (in.size() > KvRows && in[KvRows]) require_integer(in[KvRows], n, "kv_rows");
+    check_kv_table_dtypes(n, in, KvLength);
     return {*in[Q]};
   }
   std::vector<Shape> infer_shapes(const Node& n, const std::vector<std::optional<Shape>>& in) const override {
@@ -75,12 +93,7 @@ class AttentionOp : public OpDef {
       KILN_CHECK(in[Mask]->size() <= 4 && broadcast(scores, *in[Mask], "[attention] " + n.name) == scores,
                  "[attention] {}: mask {} does not broadcast to the scores {}", n.name, to_string(*in[Mask]),
                  to_string(scores));
-    if (in.size() > KvLength && in[KvLength])
-      KILN_CHECK(*in[KvLength] == Shape{b}, "[attention] {}: kv_length {} must be [{}]", n.name,
-                 to_string(*in[KvLength]), b);
-    if (gathers)
-      KILN_CHECK(*in[KvRows] == (Shape{b, sk}), "[attention] {}: kv_rows {} must be [{}, {}]", n.name,
-                 to_string(*in[KvRows]), b, sk);
+    check_kv_table_shapes(n, in, KvLength, b, sk, "attention");
     return {{b, h, sq, v[3]}};
   }
 };

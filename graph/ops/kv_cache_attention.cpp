@@ -13,11 +13,9 @@
 // [B, heads, T, D]; dynamic_update_slice of each cache along axis 2 at offset; attention.
 // One node instead of those four launches (split, two cache writes, attention; the reshapes
 // are views) is what a decoder step on the GPU wants: its launches, not its bytes, are its time.
-#include <cmath>
-
 #include "core/dtype.h"
 #include "core/error.h"
-#include "graph/graph.h"
+#include "graph/ops/attention.h"
 
 namespace kiln {
 
@@ -31,23 +29,16 @@ class KvCacheAttentionOp : public OpDef {
   std::vector<OpInput> inputs() const override {
     return {{"k_cache"}, {"v_cache"}, {"qkv"}, {"offset"}, {"kv_length", true}, {"kv_rows", true}};
   }
-  std::vector<AttrSpec> attributes() const override {
-    return {optional_attr("scale", AttrType::Float, 0.0), optional_attr("causal", AttrType::Int, int64_t{0})};
-  }
+  std::vector<AttrSpec> attributes() const override { return attention_attrs(); }
   int num_outputs(const Node&) const override { return 3; }
-  void check_attrs(const Node& n) const override {
-    KILN_CHECK(std::isfinite(n.attrs.get_float("scale")), "[kv_cache_attention] {}: scale must be finite", n.name);
-    const int64_t causal = n.attrs.get_int("causal");
-    KILN_CHECK(causal == 0 || causal == 1, "[kv_cache_attention] {}: causal must be 0 or 1", n.name);
-  }
+  void check_attrs(const Node& n) const override { check_attention_attrs(n, "kv_cache_attention"); }
   std::vector<DType> infer_dtypes(const Node& n, const std::vector<std::optional<DType>>& in) const override {
     require_float(in[Qkv], n, "qkv");
     KILN_CHECK(*in[Qkv] != DType::F8E4M3, "[kv_cache_attention] {}: no FP8 attention", n.name);
     require_same(in[Qkv], in[KCache], n);
     require_same(in[Qkv], in[VCache], n);
     require_integer(in[Offset], n, "offset");
-    if (in.size() > KvLength && in[KvLength]) require_integer(in[KvLength], n, "kv_length");
-    if (in.size() > KvRows && in[KvRows]) require_integer(in[KvRows], n, "kv_rows");
+    check_kv_table_dtypes(n, in, KvLength);
     return {*in[KCache], *in[VCache], *in[Qkv]};
   }
   std::vector<Shape> infer_shapes(const Node& n, const std::vector<std::optional<Shape>>& in) const override {
@@ -69,12 +60,7 @@ class KvCacheAttentionOp : public OpDef {
                n.name, qkv[2], d, hkv, hkv);
     KILN_CHECK(*in[Offset] == Shape{1} || *in[Offset] == Shape{b},
                "[kv_cache_attention] {}: offset {} must be [1] or [{}]", n.name, to_string(*in[Offset]), b);
-    if (in.size() > KvLength && in[KvLength])
-      KILN_CHECK(*in[KvLength] == Shape{b}, "[kv_cache_attention] {}: kv_length {} must be [{}]", n.name,
-                 to_string(*in[KvLength]), b);
-    if (in.size() > KvRows && in[KvRows])
-      KILN_CHECK(*in[KvRows] == (Shape{b, s}), "[kv_cache_attention] {}: kv_rows {} must be [{}, {}]", n.name,
-                 to_string(*in[KvRows]), b, s);
+    check_kv_table_shapes(n, in, KvLength, b, s, "kv_cache_attention");
     return {kc, vc, {b, q_width / d, t, dv}};
   }
   int aliases_input(int output) const override { return output < 2 ? output : -1; }
