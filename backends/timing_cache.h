@@ -34,7 +34,8 @@ class TimingCache {
   // $KILN_TIMING_CACHE if set ("off" or empty: none), else timing-cache.json under
   // $XDG_CACHE_HOME/kiln or ~/.cache/kiln; none where neither is set.
   static std::string user_path(const char* kiln_timing_cache, const char* xdg_cache_home, const char* home);
-  // This build of kiln: its version and the size and time of its executable.
+  // This build of kiln: its version and its executable's size, modification time (ns) and inode;
+  // empty where the executable cannot be seen (then no cache).
   static std::string this_build();
 
   std::optional<std::string> find(const std::string& hardware, const std::string& problem) const;
