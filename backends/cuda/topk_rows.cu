@@ -9,7 +9,7 @@
 // each of the row's k best is among the k best of its segment, so the result is exactly the generic kernel's. A
 // vocabulary of 58101 with k = 16 is 57 warps of up to 16 rounds, then one warp over 912 candidates, all rows at once.
 //
-// Entries are packed into one 64-bit word whose unsigned order is that total order, so a round
+// Entries are packed into one 64-bit word (packed_entry.cuh) whose unsigned order is that order: a round
 // is five shuffles and compares of plain integers: an earlier version compared (float, int64)
 // pairs with NaN rules at every step, and at 128 rows of a 58101 vocabulary its first level was
 // instruction-bound at 0.28 ms on an H200.
@@ -31,6 +31,7 @@
 #include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/numeric.cuh"
+#include "backends/cuda/packed_entry.cuh"
 #include "backends/cuda/ranked.cuh"
 #include "backends/cuda/topk_rows.cuh"
 
@@ -46,37 +47,6 @@ constexpr int64_t kMaxRows = 65535;            // gridDim.y
 constexpr int64_t kMaxDim = int64_t{1} << 31;  // indices fit the packed word's low half
 
 __host__ __device__ inline int64_t segments_of(int64_t count) { return (count + kSegment - 1) / kSegment; }
-
-// An entry as one word whose unsigned order is ranked.cuh's order: the high half an
-// order-preserving key of the value (NaN above every number, -0 equal to +0; complemented when
-// the smallest rank first), the low half the complemented index (ties to the lower index).
-// 0 stands for none (or picked): with indices below 2^31 no entry packs to 0.
-__device__ __forceinline__ uint64_t pack(float v, int64_t index, bool largest) {
-  uint32_t k = 0xffffffffu;  // NaN
-  if (!isnan(v)) {
-    const uint32_t u = __float_as_uint(v == 0.0f ? 0.0f : v);
-    k = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-  }
-  if (!largest) k = ~k;
-  return static_cast<uint64_t>(k) << 32 | ~static_cast<uint32_t>(index);
-}
-
-__device__ __forceinline__ int64_t index_of(uint64_t e) { return ~static_cast<uint32_t>(e); }
-
-// The value a largest-first word was packed from (-0 comes back as +0, which subtracts alike).
-__device__ __forceinline__ float value_of(uint64_t e) {
-  const uint32_t k = static_cast<uint32_t>(e >> 32);
-  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
-}
-
-__device__ __forceinline__ uint64_t warp_max(uint64_t v) {
-#pragma unroll
-  for (int mask = 16; mask > 0; mask /= 2) {
-    const uint64_t o = __shfl_xor_sync(0xffffffffu, v, mask);
-    v = o > v ? o : v;
-  }
-  return v;
-}
 
 __device__ __forceinline__ uint64_t warp_min(uint64_t v) {
 #pragma unroll

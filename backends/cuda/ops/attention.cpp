@@ -3,10 +3,7 @@
 // or f16, a mask of either type, kv_length and kv_rows i32 or i64, grouped-query heads, any head
 // dims. A kv_length outside [0, Sk] is clamped, and a kv_rows entry outside [0, Bkv) read as row
 // 0, both setting the error word, so that the run fails as it does on the CPU.
-#include <cmath>
-
-#include "backends/cuda/attention.cuh"
-#include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/ops/attention_args.h"
 
 namespace kiln {
 
@@ -49,8 +46,7 @@ class AttentionKernel : public Kernel {
     p.kv_heads = k.shape[1];
     p.sk = k.shape[2];
     p.dv = v.shape[3];
-    p.scale = static_cast<float>(scale_ != 0 ? scale_ : 1.0 / std::sqrt(static_cast<double>(p.d)));
-    p.causal = causal_;
+    set_attention_common(p, a, KvLength, scale_, causal_, error_);
     if (a.inputs.size() > Mask && a.inputs[Mask].data) {
       const Shape& m = a.inputs[Mask].shape;  // rank <= 4, aligned to [B, H, Sq, Sk] on the right
       p.mask = a.inputs[Mask].data;
@@ -61,17 +57,6 @@ class AttentionKernel : public Kernel {
         step *= m[d];
       }
     }
-    if (a.inputs.size() > KvLength && a.inputs[KvLength].data) {
-      p.kv_length = a.inputs[KvLength].data;
-      p.kv_length_type = a.inputs[KvLength].dtype;
-    }
-    if (a.inputs.size() > KvRows && a.inputs[KvRows].data) {
-      p.kv_rows = a.inputs[KvRows].data;
-      p.kv_rows_type = a.inputs[KvRows].dtype;
-    }
-    p.error = error_;
-    p.error_bit = kCudaLengthOutOfRange;
-    p.index_error_bit = kCudaIndexOutOfRange;
     cuda::launch_attention(p, stream_of(a));
   }
 

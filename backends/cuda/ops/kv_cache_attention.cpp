@@ -5,11 +5,10 @@
 // any number of new positions, but is built for a step's one: a prefill of many positions would
 // want the tensor-core kernel (attention_mma.cu), which the fusion does not give it.
 #include <algorithm>
-#include <cmath>
 
 #include "backends/cuda/attention_step.cuh"
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/ops/attention_args.h"
 
 namespace kiln {
 
@@ -71,22 +70,10 @@ class KvCacheAttentionKernel : public Kernel {
     p.sq = qkv.shape[1];
     p.q_stride = qkv.shape[2];
     p.heads = (p.q_stride - p.kv_heads * (p.d + p.dv)) / p.d;
-    p.scale = static_cast<float>(scale_ != 0 ? scale_ : 1.0 / std::sqrt(static_cast<double>(p.d)));
-    p.causal = causal_;
+    set_attention_common(p, a, KvLength, scale_, causal_, error_);
     p.offset = offset.data;
     p.offset_type = offset.dtype;
     p.offsets = offset.numel();
-    if (a.inputs.size() > KvLength && a.inputs[KvLength].data) {
-      p.kv_length = a.inputs[KvLength].data;
-      p.kv_length_type = a.inputs[KvLength].dtype;
-    }
-    if (a.inputs.size() > KvRows && a.inputs[KvRows].data) {
-      p.kv_rows = a.inputs[KvRows].data;
-      p.kv_rows_type = a.inputs[KvRows].dtype;
-    }
-    p.error = error_;
-    p.error_bit = kCudaLengthOutOfRange;
-    p.index_error_bit = kCudaIndexOutOfRange;
     p.offset_error_bit = kCudaOffsetOutOfRange;
     KILN_CHECK(cuda::attention_step_fits(p), "[kv_cache_attention] {}: a cache of {} positions is too long for the GPU",
                a.node->name, p.sk);

@@ -1,8 +1,10 @@
-// log_softmax_topk on the GPU: for rows longer than a segment and k <= 32 (a decoder's
-// vocabulary), topk_rows.cu's levels over the scores themselves; otherwise log_softmax into the
-// workspace, then topk over it. Banned indices past the row set the error word, as log_softmax's.
+// log_softmax_topk on the GPU, for k <= 32 over the scores themselves: a block a row for rows of
+// up to 65536 entries (a decoder's vocabulary; log_softmax_topk_block.cu, one launch), longer
+// rows in topk_rows.cu's levels; otherwise log_softmax into the workspace, then topk over it.
+// Banned indices past the row set the error word, as log_softmax's.
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/log_softmax.cuh"
+#include "backends/cuda/log_softmax_topk_block.cuh"
 #include "backends/cuda/strided.h"
 #include "backends/cuda/topk_rows.cuh"
 
@@ -26,6 +28,7 @@ class LogSoftmaxTopkKernel : public Kernel {
 
   size_t workspace_bytes(const KernelArgs& a, int) const override {
     const cuda::LogSoftmaxTopkArgs f = fused(a, nullptr);
+    if (cuda::log_softmax_topk_block_fits(f)) return 0;
     if (cuda::topk_rows_fits(f.topk)) return cuda::log_softmax_topk_rows_workspace_bytes(f);
     const Parts p = parts(a, nullptr);
     return p.topk_at + cuda::topk_workspace_bytes(p.topk);
@@ -33,6 +36,7 @@ class LogSoftmaxTopkKernel : public Kernel {
 
   void run(const KernelArgs& a, int) override {
     const cuda::LogSoftmaxTopkArgs f = fused(a, a.workspace);
+    if (cuda::log_softmax_topk_block_fits(f)) return cuda::launch_log_softmax_topk_block(f, stream_of(a));
     if (cuda::topk_rows_fits(f.topk)) return cuda::launch_log_softmax_topk_rows(f, stream_of(a));
     const Parts p = parts(a, a.workspace);
     cuda::launch_log_softmax(p.log_softmax, stream_of(a));
@@ -40,7 +44,7 @@ class LogSoftmaxTopkKernel : public Kernel {
   }
 
  private:
-  // The op's rows as the levelled top-k sees them.
+  // The op's rows as the block and levelled top-k see them.
   cuda::LogSoftmaxTopkArgs fused(const KernelArgs& a, void* workspace) const {
     const TensorRef& x = a.inputs[0];
     cuda::LogSoftmaxTopkArgs f;
