@@ -81,7 +81,8 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;    // "cpu", "cuda"
   virtual std::string device() const = 0;  // "cpu", "cuda:0 (NVIDIA H200)"
-  // The hardware model kernel timings hold for ("NVIDIA H200"; see CpuBackend::hardware).
+  // The hardware (and the libraries) kernel timings hold for ("NVIDIA H200, driver 13.0, cuBLASLt
+  // 130100, cuDNN 91000"; see CpuBackend::hardware).
   virtual std::string hardware() const { return device(); }
   // Rewrites the whole graph before placement into the types this backend computes in (e.g.
   // f32 activations as f16).

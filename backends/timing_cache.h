@@ -7,9 +7,10 @@
 //
 // The file belongs to one build of kiln: a kernel may change while its variant names stay, so
 // entries written by another build are dropped on load (and by its next save). A variant that
-// is a rank in a library's list (cuBLASLt's, cuDNN's) may name another algorithm after that
-// library is upgraded: still correct, perhaps slower; delete the file then. A file that does not parse, or holds
-// the wrong types, is ignored with a one-line note (the planner times again and rewrites it).
+// is a rank in a library's list (cuBLASLt's, cuDNN's) may name another algorithm under another
+// version of that library: the CUDA backend's hardware string names those versions. A file that
+// does not parse, or holds the wrong types, is ignored with a one-line note (the planner times
+// again and rewrites it).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -28,6 +28,7 @@ namespace kiln {
 namespace {
 
 struct Api {
+  decltype(&cublasLtGetVersion) get_version = nullptr;
   decltype(&cublasLtGetStatusString) status_string = nullptr;
   decltype(&cublasLtCreate) create = nullptr;
   decltype(&cublasLtDestroy) destroy = nullptr;
@@ -61,6 +62,7 @@ const Api* loaded_api(const std::string** why) {
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
       if (!fn && problem.empty()) problem = soname + " has no " + name;
     };
+    load(a.get_version, "cublasLtGetVersion");
     load(a.status_string, "cublasLtGetStatusString");
     load(a.create, "cublasLtCreate");
     load(a.destroy, "cublasLtDestroy");
@@ -97,6 +99,12 @@ void check(cublasStatus_t status, const char* what) {
 bool CublasLtGemm::available() {
   const std::string* problem = nullptr;
   return loaded_api(&problem) != nullptr;
+}
+
+size_t CublasLtGemm::version() {
+  const std::string* problem = nullptr;
+  const Api* loaded = loaded_api(&problem);
+  return loaded ? loaded->get_version() : 0;
 }
 
 struct CublasLtGemm::Plan {

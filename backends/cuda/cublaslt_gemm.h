@@ -65,6 +65,8 @@ class CublasLtGemm {
   explicit CublasLtGemm(size_t workspace_bytes = size_t{32} << 20);
   // Whether the library can be opened here (making an instance fails where it cannot).
   static bool available();
+  // cublasLtGetVersion() of the library opened here (130100 for 13.1.0), or 0 where none is.
+  static size_t version();
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;

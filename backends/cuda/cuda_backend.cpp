@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/cuda/cublaslt_gemm.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cudnn_conv.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/fp8.h"
@@ -162,6 +164,11 @@ CudaBackend::CudaBackend(const std::string& precision) : precision_(precision) {
   cudaDeviceProp prop{};
   KILN_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
   device_name_ = prop.name;
+  int driver = 0;
+  KILN_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  auto version = [](size_t v) { return v ? std::to_string(v) : std::string("none"); };
+  hardware_ = fmt::format("{}, driver {}.{}, cuBLASLt {}, cuDNN {}", device_name_, driver / 1000, driver % 1000 / 10,
+                          version(CublasLtGemm::version()), version(cuda::cudnn_conv::version()));
   KILN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   KILN_CUDA_CHECK(cudaMalloc(&error_word_, sizeof(uint32_t)));
   KILN_CUDA_CHECK(cudaMemset(error_word_, 0, sizeof(uint32_t)));

@@ -17,7 +17,10 @@ class CudaBackend : public Backend {
 
   std::string name() const override { return "cuda"; }
   std::string device() const override;
-  std::string hardware() const override { return device_name_; }
+  // The GPU's name and the driver's, cuBLASLt's and cuDNN's versions: cuBLASLt's and cuDNN's
+  // variants are ranks in their heuristics' lists, which another version may fill otherwise, so
+  // choices timed under other versions (a bundle's plans, the timing cache's) are not taken.
+  std::string hardware() const override { return hardware_; }
   void convert(Graph& graph) const override;
   bool supports(const Graph& graph, const Node& node) const override;
   void fuse(Graph& graph) const override;
@@ -41,7 +44,7 @@ class CudaBackend : public Backend {
   void check_errors() override;
 
  private:
-  std::string precision_, device_name_;
+  std::string precision_, device_name_, hardware_;
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   CudaWeights weights_;

@@ -345,6 +345,8 @@ bool finalize_up_to(Plans& p, int plan) {
 
 bool available() { return api() != nullptr; }
 
+size_t version() { return api() ? api()->get_version() : 0; }
+
 bool has_plan(const CudnnConvShape& shape, int plan) {
   std::lock_guard lock(registry().mutex);
   return plan < kMaxPlans && finalize_up_to(plans_for(shape), plan);
@@ -388,6 +390,7 @@ void run(const CudnnConvShape& shape, int plan, const CudnnConvTensors& t, cudaS
 namespace kiln::cuda::cudnn_conv {
 
 bool available() { return false; }
+size_t version() { return 0; }
 bool has_plan(const CudnnConvShape&, int) { return false; }
 size_t workspace_bytes(const CudnnConvShape&, int) { return 0; }
 void run(const CudnnConvShape&, int, const CudnnConvTensors&, cudaStream_t) {

@@ -46,6 +46,8 @@ namespace cudnn_conv {
 inline constexpr int kMaxPlans = 2;
 // Whether cuDNN 9 was found and loaded (once per process).
 bool available();
+// cudnnGetVersion() of the library loaded (90100 for 9.1.0), or 0 where none is.
+size_t version();
 // Whether the problem has a plan'th plan on the current device (never when cuDNN is unavailable
 // or no engine takes the graph). Plans are made when first asked for and shared by every conv
 // of the process; making one is slow host work (cuDNN's fusing engines compile their kernel
