@@ -18,6 +18,16 @@ bool programmatic_launch_supported() {
   return supported;
 }
 
+bool clusters_supported() {
+  static const bool supported = [] {
+    int device = 0, major = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    return major >= 9;
+  }();
+  return supported;
+}
+
 int multiprocessor_count() {
   static const int count = [] {
     int device = 0, n = 0;

@@ -1,13 +1,15 @@
-// log_softmax_topk: f32 and f16 scores; a decoder's vocabulary at 128 and at 3 rows with k = 16
-// and at k = 32 (CUDA's block a row), rows past 65536 entries with k = 8 and 32 (CUDA's levelled
-// picks, two and three levels), k = 1, a row just past one segment, short rows and k above 32
-// (CUDA's two-op form); without bans and with banned indices
-// in i32 and i64 (padding -1, a token banned twice, the row's best banned); a row where all but three entries are
-// banned (-inf picked); a row whose first 5000 scores are -inf; and, with 40 segments (CUDA's
-// first level takes a floor from their bests), a row of one value throughout and a row whose
-// best, some of them banned, sit in the last segment (both in a block's row and in the levels). Scores are multiples of
-// 1/64 or 1/128 below 16 in magnitude, which f16 holds exactly (so an f32 case run in fp16 ranks the same), each
-// repeated (ties, broken by the index); distinct ones stay distinct after the f32 subtraction.
+// log_softmax_topk: f32 and f16 scores.
+// - Decoder vocabularies: 128 rows with k = 16 and 40 rows of 5000 (CUDA's block a row), 3 rows
+//   with k = 16, 2 with k = 32 and one with k = 2 (a cluster of blocks a row), rows past 65536
+//   entries with k = 8 and 32 (CUDA's levelled picks, two and three levels), k = 1 over a row just
+//   past one segment; short rows and k above 32 (CUDA's two-op form).
+// - Without bans and with banned indices in i32 and i64 (padding -1, a token banned twice, the
+//   row's best banned); a row where all but three entries are banned (-inf picked); a row whose
+//   first 5000 scores are -inf; a row of one value throughout and a row whose best, some of them
+//   banned, sit at its end (the floors of both CUDA forms, in a block's row and in the levels).
+// Scores are multiples of 1/64 or 1/128 below 16 in magnitude, which f16 holds exactly (so an f32
+// case run in fp16 ranks the same), each repeated (ties, broken by the index); distinct ones stay
+// distinct after the f32 subtraction.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,8 +27,8 @@ KILN_OP_CASES(log_softmax_topk) {
     int64_t k, banned;  // banned: entries per row, 0 for no input
   };
   // k = 32 over 70000: 2208 candidates after the first level, so a middle level runs too.
-  const std::vector<Spec> specs = {{{128, 58101}, 16, 8}, {{3, 58101}, 16, 0}, {{2, 58101}, 32, 4},
-                                   {{2, 70000}, 8, 4},    {{2, 70000}, 32, 0}, {{2, 1025}, 1, 4},
+  const std::vector<Spec> specs = {{{128, 58101}, 16, 8}, {{3, 58101}, 16, 0}, {{2, 58101}, 32, 4}, {{1, 50264}, 2, 2},
+                                   {{40, 5000}, 4, 2},    {{2, 70000}, 8, 4},  {{2, 70000}, 32, 0}, {{2, 1025}, 1, 4},
                                    {{4, 300}, 8, 4},      {{2, 3000}, 40, 3},  {{1, 40}, 40, 0}};
   for (DType t : {DType::F32, DType::F16})
     for (const Spec& s : specs)
@@ -94,10 +96,10 @@ KILN_OP_CASES(log_softmax_topk) {
       OpCase e("log_softmax_topk", t, f, "floor_ties");
       std::vector<float> u(static_cast<size_t>(numel(f)), 0.5f);
       for (int64_t j = 0; j < dim; ++j) u[static_cast<size_t>(dim + j)] = j >= dim - 10 ? 1.0f : 0.0f;
+      const std::vector<float> banned = {0, 2, static_cast<float>(dim - 10), static_cast<float>(dim - 9)};
       const auto es = e.graph.add_node(
           "log_softmax_topk", "log_softmax_topk",
-          {e.input_values("x", t, f, u), e.input_values("banned", DType::I64, {2, 2}, {0, 2, dim - 10, dim - 9})},
-          {{"k", int64_t{4}}});
+          {e.input_values("x", t, f, u), e.input_values("banned", DType::I64, {2, 2}, banned)}, {{"k", int64_t{4}}});
       e.output(es[0], "values");
       e.output(es[1], "indices");
       cases.push_back(std::move(e));
