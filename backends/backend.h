@@ -19,6 +19,10 @@ struct TensorRef {
   void* data = nullptr;  // nullptr: an absent optional input
   DType dtype = DType::F32;
   Shape shape;
+  // An input that no node of the run writes before this one reads it (a constant, a graph input,
+  // a state as the last run left it): a GPU kernel may read it before it waits for its
+  // predecessor (backends/cuda/launch.cuh), which a decoder step's attention does.
+  bool settled = false;
   int64_t numel() const;
   size_t bytes() const;
   template <typename T>

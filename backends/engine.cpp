@@ -473,6 +473,7 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
       return saved_plan->second.value(nodes[i].name, std::string()) == kernels[i]->variant_name(var);
     return true;
   };
+  std::vector<bool> written(nv, false);  // the roots of the values the nodes so far write
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     KernelArgs& a = plan.args[i];
@@ -486,9 +487,13 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
         continue;
       }
       void* p = values[v].kind == ValueKind::Constant ? constant_ptr(v, node_backend[i]) : plan.ptr[v];
-      a.inputs.push_back({p, values[v].dtype, plan.shapes[v]});
+      const bool settled = values[root[v]].kind != ValueKind::Activation && !written[root[v]];
+      a.inputs.push_back({p, values[v].dtype, plan.shapes[v], settled});
     }
-    for (int v : n.outputs) a.outputs.push_back({plan.ptr[v], values[v].dtype, plan.shapes[v]});
+    for (int v : n.outputs) {
+      a.outputs.push_back({plan.ptr[v], values[v].dtype, plan.shapes[v]});
+      written[root[v]] = true;
+    }
     if (!kernels[i]) continue;
     // Room for every variant the cap allows, and always for the default (a kernel's only way).
     for (int var = 0; var < kernels[i]->variants(); ++var) {

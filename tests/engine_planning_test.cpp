@@ -1,9 +1,12 @@
 // Engine::planning, which `kiln eval --profile` reports per graph: a plan is made once per set of
 // sizes, a run on sizes planned before makes none, and the time it took is counted with it. A
 // plan is made again only when one of its own states moves to other memory, not when another
-// engine of the model makes its states.
+// engine of the model makes its states. And the inputs a plan tells its kernels are settled.
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include "backends/cpu/cpu_backend.h"
 #include "backends/engine.h"
 #include "graph/builder.h"
 #include "tests/test_support.h"
@@ -78,6 +81,73 @@ TEST(EnginePlanning, APlanOutlivesStatesItDoesNotHold) {
   EXPECT_EQ(first.planning().plans, 2);
   EXPECT_EQ(append(first, 2, 1, 3.0f), 3.0f);
   EXPECT_EQ(first.planning().plans, 3);
+}
+
+// The reference CPU backend, whose kernels note which of their inputs the plan says are settled.
+class SettledInputs : public CpuBackend {
+ public:
+  SettledInputs() : CpuBackend(/*reference=*/true) {}
+  std::map<std::string, std::vector<bool>> seen;  // by node name, per input slot
+  std::unique_ptr<Kernel> make_kernel(const Graph& graph, int node, const ConstantLookup& constants) override {
+    return std::make_unique<Noting>(CpuBackend::make_kernel(graph, node, constants), seen);
+  }
+
+ private:
+  class Noting : public Kernel {
+   public:
+    Noting(std::unique_ptr<Kernel> kernel, std::map<std::string, std::vector<bool>>& seen)
+        : kernel_(std::move(kernel)), seen_(seen) {}
+    int variants() const override { return kernel_->variants(); }
+    std::string variant_name(int v) const override { return kernel_->variant_name(v); }
+    bool variant_runs(const KernelArgs& a, int v) const override { return kernel_->variant_runs(a, v); }
+    int default_variant(const KernelArgs& a) const override { return kernel_->default_variant(a); }
+    size_t workspace_bytes(const KernelArgs& a, int v) const override { return kernel_->workspace_bytes(a, v); }
+    bool packs_input(int slot) const override { return kernel_->packs_input(slot); }
+    bool zeroed_output(int slot) const override { return kernel_->zeroed_output(slot); }
+    void run(const KernelArgs& a, int v) override {
+      std::vector<bool>& flags = seen_[a.node->name];
+      flags.clear();
+      for (const TensorRef& t : a.inputs) flags.push_back(t.settled);
+      kernel_->run(a, v);
+    }
+
+   private:
+    std::unique_ptr<Kernel> kernel_;
+    std::map<std::string, std::vector<bool>>& seen_;
+  };
+};
+
+// Constants, graph inputs and states that no earlier node writes are settled (a GPU kernel may
+// read them before its predecessor ends); activations, and a state after a node updated it in
+// place, are not.
+TEST(EnginePlanning, KernelsAreToldWhichInputsNoEarlierNodeWrites) {
+  ModelDefinition def;
+  GraphBuilder b(def);
+  const int state = b.graph().add_state("cache", DType::F32, {{0, "batch"}, {4, ""}, {2, ""}});
+  const int memory = b.graph().add_state("memory", DType::F32, {{0, "batch"}, {4, ""}, {2, ""}});
+  const int pos = b.input("position", DType::I64, {{1, ""}});
+  const int row = b.input("row", DType::F32, {{0, "batch"}, {1, ""}, {2, ""}});
+  const int doubled = b.op("add", "doubled", {row, row});
+  const auto sum = [&](const std::string& name, int x) {
+    return b.op("reduce", name, {x}, {{"op", std::string("sum")}, {"axes", std::vector<int64_t>{1}}});
+  };
+  b.output("read", sum("read", memory));
+  const int updated = b.op("dynamic_update_slice", "append", {state, doubled, pos}, {{"axis", int64_t{1}}});
+  b.output("after", sum("after", updated));
+  def.validate();
+  auto backend = std::make_shared<SettledInputs>();
+  EngineOptions options{"cpu"};
+  options.backend = backend;
+  Engine engine(def.graph(), def.constants(), options);
+  const std::vector<float> values = {1, 2, 3, 4};
+  const auto out =
+      engine.run({HostTensor::from_i64("position", {1}, {1}), HostTensor::from_f32("row", {2, 1, 2}, values)});
+  EXPECT_EQ(out.at(1).as<float>()[0], 2.0f) << "the appended row, doubled";
+  using Flags = std::vector<bool>;
+  EXPECT_EQ(backend->seen.at("doubled"), (Flags{true, true})) << "a graph input";
+  EXPECT_EQ(backend->seen.at("read"), (Flags{true})) << "a state no node writes";
+  EXPECT_EQ(backend->seen.at("append"), (Flags{true, false, true})) << "the state it updates, an activation, an input";
+  EXPECT_EQ(backend->seen.at("after"), (Flags{false})) << "a state an earlier node updated";
 }
 
 }  // namespace

@@ -108,12 +108,20 @@ __device__ __forceinline__ void copy_row(const T* from, T* to, int64_t n, int la
 
 // D: head dims padded (64 or 128); W: warps per query row; VEC: 16-byte loads (load8); kAppend:
 // kv_cache_attention's form (AttentionArgs::offset).
+//
+// Where every input but q is settled (AttentionArgs::settled) and rows are fp16 vectors of heads
+// up to 64 wide, the warp's first chunk of keys (their cache rows, kv_rows' and offset's entries,
+// kv_length) is read before the kernel waits for its predecessor (the projection that writes q):
+// a decoder step's attention, a chain of dependent loads of a few bytes each, then waits for its
+// query alone. Keys new this call come from the projection after the wait.
 template <typename T, int D, int W, bool VEC, bool kAppend>
 __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(AttentionArgs p) {
   constexpr int L = D / 8;   // lanes per key row
   constexpr int G = 32 / L;  // key rows per pass
   constexpr int kRowsPerBlock = kWarps / W;
-  wait_for_predecessor();
+  constexpr bool kPrefetch = VEC && std::is_same_v<T, __half> && D == 64;  // registers: 8 key vectors a lane
+  const bool early = kPrefetch && p.settled;                               // uniform over the grid
+  if (!early) wait_for_predecessor();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / L, sub = lane % L;
   const int slot = warp / W, part = warp % W;  // the block's row slot, the warp's share of its keys
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + slot;  // (b * heads + h) * sq + i
@@ -121,11 +129,57 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
   float acc[8] = {};
   float max = -INFINITY, sum = 0.0f;                // sum: the weights of this lane's group's keys
   const int64_t c = static_cast<int64_t>(sub) * 8;  // the lane's columns c .. c + 7
+  const int64_t i = row % p.sq, h = row / p.sq % p.heads, b = row / (p.sq * p.heads);
+  const int64_t g = h / (p.heads / p.kv_heads);
+  const int64_t base = kv_base(p, b);  // the row of k and v that k and v point into
+  const T* k = static_cast<const T*>(p.k) + (base * p.kv_heads + g) * p.sk * p.d;
+  const T* v = static_cast<const T*>(p.v) + (base * p.kv_heads + g) * p.sk * p.dv;
+  // Lanes past the head's columns load nothing (D > d).
+  const bool k_columns = c < p.d, v_columns = c < p.dv;
+  // A chunk's keys, pass t: the row of k and v holding each (from), and which of that row's new
+  // positions it is (fresh, -1: none; kv_cache_attention). Keys past `seen` read the last key's
+  // row (then scored -inf), so that a pass's loads have no branch and are in flight together.
+  int from[L], fresh[L];
+  auto key_row = [&](int64_t j0, int t, int64_t seen) {  // < sk, which attention_step_fits bounds
+    const int64_t j = j0 + t * G + group;
+    return j < seen ? j : seen - 1;
+  };
+  auto locate = [&](int64_t j0, int64_t seen) {
+    const int from_lane = static_cast<int>(j0 + lane < seen ? kv_batch(p, b, j0 + lane) : base);
+    int new_lane = -1;
+    if (kAppend && j0 + lane < seen) {
+      const int64_t at = new_keys_at(p, from_lane), j = j0 + lane;
+      if (at >= 0 && j >= at && j < at + p.sq) new_lane = static_cast<int>(j - at);
+    }
+#pragma unroll
+    for (int t = 0; t < L; ++t) {
+      const int key = t * G + group;
+      const int source = key < seen - j0 ? key : static_cast<int>(seen - 1 - j0);
+      from[t] = __shfl_sync(kFull, from_lane, source);
+      fresh[t] = kAppend ? __shfl_sync(kFull, new_lane, source) : -1;
+    }
+  };
+  auto key_at = [&](int64_t j0, int t, int64_t seen) {
+    return fresh[t] >= 0 ? new_keys<T>(p, from[t], fresh[t]) + g * p.d
+                         : row_of(k, p, base, from[t], key_row(j0, t, seen), p.d);
+  };
+  int64_t seen = 0;
+  Half8 early_keys[L];                       // with `early`, the first chunk's key rows (this lane's columns)
+  const int64_t first = int64_t{part} * 32;  // the warp's first chunk
   if (valid) {
-    const int64_t i = row % p.sq, h = row / p.sq % p.heads, b = row / (p.sq * p.heads);
-    const int64_t g = h / (p.heads / p.kv_heads);
     const int64_t len = kv_limit(p, b, h == 0 && i == 0 && threadIdx.x % (32 * W) == 0);
-    const int64_t seen = keys_seen(p, i, len);
+    seen = keys_seen(p, i, len);
+    if constexpr (kPrefetch) {
+      if (early && first < seen) {
+        locate(first, seen);
+#pragma unroll
+        for (int t = 0; t < L; ++t)
+          if (fresh[t] < 0 && k_columns) early_keys[t].u = *reinterpret_cast<const uint4*>(key_at(first, t, seen) + c);
+      }
+    }
+  }
+  if (early) wait_for_predecessor();
+  if (valid) {
     const T* q = kAppend ? static_cast<const T*>(p.q) + (b * p.sq + i) * p.q_stride + h * p.d
                          : static_cast<const T*>(p.q) + row * p.d;
     // kv_cache_attention: the first query head of each kv head writes position i's new key and
@@ -133,50 +187,41 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
     if (kAppend && h % (p.heads / p.kv_heads) == 0 && part == 0) {
       const int64_t at = new_keys_at(p, b);
       if (at >= 0) {
-        const T* from = new_keys<T>(p, b, i);
+        const T* from_row = new_keys<T>(p, b, i);
         const int64_t cell = (b * p.kv_heads + g) * p.sk + at + i;
-        copy_row<VEC>(from + g * p.d, static_cast<T*>(p.k_out) + cell * p.d, p.d, lane);
-        copy_row<VEC>(from + p.kv_heads * p.d + g * p.dv, static_cast<T*>(p.v_out) + cell * p.dv, p.dv, lane);
+        copy_row<VEC>(from_row + g * p.d, static_cast<T*>(p.k_out) + cell * p.d, p.d, lane);
+        copy_row<VEC>(from_row + p.kv_heads * p.d + g * p.dv, static_cast<T*>(p.v_out) + cell * p.dv, p.dv, lane);
       } else if (h == 0 && i == 0 && lane == 0) {
         atomicOr(p.error, p.offset_error_bit);
       }
     }
-    const int64_t base = kv_base(p, b);  // the row of k and v that k and v point into
-    const T* k = static_cast<const T*>(p.k) + (base * p.kv_heads + g) * p.sk * p.d;
-    const T* v = static_cast<const T*>(p.v) + (base * p.kv_heads + g) * p.sk * p.dv;
     const int64_t mask_at_row = b * p.mask_strides[0] + h * p.mask_strides[1] + i * p.mask_strides[2];
     const void* mask =
         p.mask ? static_cast<const char*>(p.mask) + (p.mask_type == DType::F16 ? 2 : 4) * mask_at_row : nullptr;
-    // Lanes past the head's columns load nothing (D > d); the others load a row for every key
-    // of the chunk, keys past `seen` reading the last key's row (then scored -inf), so that
-    // the loads of a pass have no branch and are in flight together.
-    const bool k_columns = c < p.d, v_columns = c < p.dv;
     float qc[8] = {};
     if (k_columns) load8<VEC>(q, c, p.d, qc);
-    for (int64_t j0 = static_cast<int64_t>(part) * 32; j0 < seen; j0 += W * 32) {
-      // The row of k and v holding key j0 + lane, shuffled to the lanes that read that key; with
-      // kv_cache_attention, also which of that row's new positions the key is (-1: none).
-      const int from_lane = static_cast<int>(j0 + lane < seen ? kv_batch(p, b, j0 + lane) : base);
-      int new_lane = -1;
-      if (kAppend && j0 + lane < seen) {
-        const int64_t at = new_keys_at(p, from_lane), j = j0 + lane;
-        if (at >= 0 && j >= at && j < at + p.sq) new_lane = static_cast<int>(j - at);
-      }
-      int from[L];
-      int key_row[L];  // < sk, which attention_step_fits bounds
-      int fresh[L];    // new_lane's value for the key
+    // One chunk of keys: scores, the running max and sum, the weighted values. `fetched`: the
+    // chunk's keys were located and loaded before the wait (early_keys). A separate copy of the
+    // code for it, so that early_keys' registers are free in the loop.
+    auto chunk = [&](int64_t j0, auto fetched) {
+      constexpr bool kFetched = decltype(fetched)::value;
+      if constexpr (!kFetched) locate(j0, seen);
       float score[L];
 #pragma unroll
       for (int t = 0; t < L; ++t) {
-        const int key = t * G + group;
-        const int source = key < seen - j0 ? key : static_cast<int>(seen - 1 - j0);
-        from[t] = __shfl_sync(kFull, from_lane, source);
-        fresh[t] = kAppend ? __shfl_sync(kFull, new_lane, source) : -1;
-        key_row[t] = static_cast<int>(j0 + key < seen ? j0 + key : seen - 1);
         float x[8] = {};
-        const T* key_at =
-            fresh[t] >= 0 ? new_keys<T>(p, from[t], fresh[t]) + g * p.d : row_of(k, p, base, from[t], key_row[t], p.d);
-        if (k_columns) load8<VEC>(key_at, c, p.d, x);
+        if (kFetched && fresh[t] < 0) {
+          if (k_columns) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const float2 f = __half22float2(early_keys[t].h2[e]);
+              x[2 * e] = f.x;
+              x[2 * e + 1] = f.y;
+            }
+          }
+        } else if (k_columns) {
+          load8<VEC>(key_at(j0, t, seen), c, p.d, x);
+        }
         float dot = 0.0f;
 #pragma unroll
         for (int e = 0; e < 8; ++e) dot = fmaf(qc[e], x[e], dot);
@@ -194,7 +239,7 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
 #pragma unroll
       for (int offset = L; offset < 32; offset *= 2)
         chunk_max = fmaxf(chunk_max, __shfl_xor_sync(kFull, chunk_max, offset));
-      if (chunk_max == -INFINITY) continue;  // uniform over the warp: nothing changes
+      if (chunk_max == -INFINITY) return;  // uniform over the warp: nothing changes
       const float new_max = fmaxf(max, chunk_max);
       const float rescale = expf(max - new_max);  // 0 while max is -inf (acc and sum are 0 then)
       max = new_max;
@@ -204,7 +249,7 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
       if (!v_columns) {
 #pragma unroll
         for (int t = 0; t < L; ++t) sum += expf(score[t] - new_max);
-        continue;
+        return;
       }
 #pragma unroll
       for (int t = 0; t < L; ++t) {
@@ -212,14 +257,22 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
         sum += w;
         float x[8];
         const T* value_at = fresh[t] >= 0 ? new_keys<T>(p, from[t], fresh[t]) + p.kv_heads * p.d + g * p.dv
-                                          : row_of(v, p, base, from[t], key_row[t], p.dv);
+                                          : row_of(v, p, base, from[t], key_row(j0, t, seen), p.dv);
         load8<VEC>(value_at, c, p.dv, x);
         // A key of weight 0 adds nothing, even where its value row is not finite.
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[e] = w == 0.0f ? acc[e] : fmaf(w, x[e], acc[e]);
       }
+    };
+    int64_t j0 = first;
+    if constexpr (kPrefetch) {
+      if (early && first < seen) {
+        chunk(first, std::true_type{});
+        j0 += W * 32;
+      }
     }
-    // The groups' keys together: every lane of a column slice then has the warp's sums.
+    for (; j0 < seen; j0 += W * 32) chunk(j0, std::false_type{});
+      // The groups' keys together: every lane of a column slice then has the warp's sums.
 #pragma unroll
     for (int offset = L; offset < 32; offset *= 2) {
       sum += __shfl_xor_sync(kFull, sum, offset);

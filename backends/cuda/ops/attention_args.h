@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <initializer_list>
 
 #include "backends/cuda/attention.cuh"
 #include "backends/cuda/cuda_kernel.h"
@@ -27,6 +28,13 @@ inline void set_attention_common(cuda::AttentionArgs& p, const KernelArgs& a, si
   p.error = error;
   p.error_bit = kCudaLengthOutOfRange;
   p.index_error_bit = kCudaIndexOutOfRange;
+}
+
+// Whether the inputs at these slots are all settled (absent ones count as settled).
+inline bool all_settled(const KernelArgs& a, std::initializer_list<int> slots) {
+  for (int s : slots)
+    if (static_cast<size_t>(s) < a.inputs.size() && a.inputs[s].data && !a.inputs[s].settled) return false;
+  return true;
 }
 
 }  // namespace kiln

@@ -71,6 +71,7 @@ class KvCacheAttentionKernel : public Kernel {
     p.q_stride = qkv.shape[2];
     p.heads = (p.q_stride - p.kv_heads * (p.d + p.dv)) / p.d;
     set_attention_common(p, a, KvLength, scale_, causal_, error_);
+    p.settled = all_settled(a, {KCache, VCache, Offset, KvLength, KvRows});
     p.offset = offset.data;
     p.offset_type = offset.dtype;
     p.offsets = offset.numel();
