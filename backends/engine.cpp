@@ -473,7 +473,11 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
       return saved_plan->second.value(nodes[i].name, std::string()) == kernels[i]->variant_name(var);
     return true;
   };
+  // Settled inputs: no node of the run writes them before this one, and a kernel of the run
+  // on the same backend comes before it (which waited for the last run's kernels to end: the
+  // first kernel of a run may start while the last run's last one runs).
   std::vector<bool> written(nv, false);  // the roots of the values the nodes so far write
+  std::vector<bool> kernel_before(nb, false);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     KernelArgs& a = plan.args[i];
@@ -487,13 +491,15 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
         continue;
       }
       void* p = values[v].kind == ValueKind::Constant ? constant_ptr(v, node_backend[i]) : plan.ptr[v];
-      const bool settled = values[root[v]].kind != ValueKind::Activation && !written[root[v]];
+      const bool settled =
+          kernel_before[node_backend[i]] && values[root[v]].kind != ValueKind::Activation && !written[root[v]];
       a.inputs.push_back({p, values[v].dtype, plan.shapes[v], settled});
     }
     for (int v : n.outputs) {
       a.outputs.push_back({plan.ptr[v], values[v].dtype, plan.shapes[v]});
       written[root[v]] = true;
     }
+    if (kernels[i]) kernel_before[node_backend[i]] = true;
     if (!kernels[i]) continue;
     // Room for every variant the cap allows, and always for the default (a kernel's only way).
     for (int var = 0; var < kernels[i]->variants(); ++var) {

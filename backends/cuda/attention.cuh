@@ -38,8 +38,8 @@ struct AttentionArgs {
   int64_t batch = 0, kv_batch = 0, heads = 0, kv_heads = 0, sq = 0, sk = 0, d = 0, dv = 0;
   float scale = 1.0f;
   bool causal = false;
-  // Every input but q (k, v, mask, kv_length, kv_rows, offset) is settled (TensorRef::settled):
-  // the step kernel may read them before it waits for its predecessor, which writes q.
+  // k, v, kv_length, kv_rows and offset are settled (TensorRef::settled): the step kernel may read
+  // them before it waits for its predecessor, which writes q.
   bool settled = false;
   uint32_t* error = nullptr;
   uint32_t error_bit = 0, index_error_bit = 0;

@@ -47,7 +47,7 @@ class AttentionKernel : public Kernel {
     p.sk = k.shape[2];
     p.dv = v.shape[3];
     set_attention_common(p, a, KvLength, scale_, causal_, error_);
-    p.settled = all_settled(a, {K, V, Mask, KvLength, KvRows});
+    p.settled = all_settled(a, {K, V, KvLength, KvRows});  // the mask is read after the wait
     if (a.inputs.size() > Mask && a.inputs[Mask].data) {
       const Shape& m = a.inputs[Mask].shape;  // rank <= 4, aligned to [B, H, Sq, Sk] on the right
       p.mask = a.inputs[Mask].data;
