@@ -155,8 +155,7 @@ __global__ void __launch_bounds__(kThreads) log_softmax_topk_block_kernel(LogSof
   if (warp == 0) pick = warp_picks(list, min(count, static_cast<int>(K * kPerThread)), k, lane);
   if constexpr (C > 1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    // The blocks' picks and sums meet in the first block's warp 0. (A block with no entries has
-    // max -inf and sum 0: it adds nothing.)
+    // The blocks' picks and sums meet in the first block's warp 0.
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
     if (warp == 0) {
@@ -172,7 +171,9 @@ __global__ void __launch_bounds__(kThreads) log_softmax_topk_block_kernel(LogSof
       for (int b = 0; b < C; ++b) {
         const BlockResult<K>* r = cluster.map_shared_rank(&result, b);
         if (lane < K) merged[b * K + lane] = r->picks[lane];
-        if (r->max != -INFINITY) total += r->sum * __expf(r->max - top);
+        // A block of only -inf adds nothing; one of NaN and -inf (max -inf, sum NaN) makes the
+        // row's sum NaN, as one block a row does.
+        if (r->max != -INFINITY || isnan(r->sum)) total += isnan(r->sum) ? r->sum : r->sum * __expf(r->max - top);
       }
       __syncwarp();
       pick = warp_picks(merged, C * K, k, lane);
