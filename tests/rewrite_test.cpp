@@ -91,18 +91,25 @@ TEST(Rewrites, ASelfAttentionStepTakesItsSplitAndCacheWrites) {
 }
 
 // An in-place node updates each state once, and reads none it updates through another input:
-// one cache given as both of kv_cache_attention's, or a state written into itself, is refused.
+// one cache given as both of kv_cache_attention's, or a state written into itself, is refused;
+// so is a cache given as one of them while the other is the output of a write into that same
+// cache (two values, one memory).
 TEST(Rewrites, AnInPlaceNodeUpdatesEachStateOnceAndReadsItOnlyThere) {
-  auto refused = [](bool twice) {
+  enum Form { Twice, IntoItself, ThroughAnEarlierWrite };
+  auto refused = [](Form form) {
     Graph g;
     const int k = g.add_state("k", DType::F32, fixed_shape({1, 2, 8, 4}));
     const int v = g.add_state("v", DType::F32, fixed_shape({1, 2, 8, 4}));
     const int offset = g.add_input("offset", DType::I64, fixed_shape({1}));
-    if (twice) {
-      const int qkv = g.add_input("qkv", DType::F32, fixed_shape({1, 1, 24}));
+    const int qkv = g.add_input("qkv", DType::F32, fixed_shape({1, 1, 24}));
+    if (form == Twice) {
       g.add_output("y", g.add_node("kv_cache_attention", "attention", {k, k, qkv, offset})[2]);
-    } else {
+    } else if (form == IntoItself) {
       g.add_output("y", g.add("dynamic_update_slice", "write", {v, v, offset}, {{"axis", int64_t{2}}}));
+    } else {
+      const int row = g.add_input("row", DType::F32, fixed_shape({1, 2, 1, 4}));
+      const int written = g.add("dynamic_update_slice", "write", {k, row, offset}, {{"axis", int64_t{2}}});
+      g.add_output("y", g.add_node("kv_cache_attention", "attention", {written, k, qkv, offset})[2]);
     }
     try {
       g.validate();
@@ -111,8 +118,10 @@ TEST(Rewrites, AnInPlaceNodeUpdatesEachStateOnceAndReadsItOnlyThere) {
     }
     return std::string();
   };
-  EXPECT_NE(refused(true).find("updates one value twice"), std::string::npos) << refused(true);
-  EXPECT_NE(refused(false).find("reads a value it updates"), std::string::npos) << refused(false);
+  EXPECT_NE(refused(Twice).find("updates one value twice"), std::string::npos) << refused(Twice);
+  EXPECT_NE(refused(IntoItself).find("reads a value it updates"), std::string::npos) << refused(IntoItself);
+  EXPECT_NE(refused(ThroughAnEarlierWrite).find("is updated in place but also read by attention"), std::string::npos)
+      << refused(ThroughAnEarlierWrite);
 }
 
 // In a post-norm transformer every layer norm that a linear reads fuses into it (the tiny
