@@ -4,25 +4,29 @@
 // reading the row or the last one's candidates from memory; at one row (a greedy step) those
 // launches, not the bytes, are the time, and at 128 rows the first level's rounds are.
 //
-// A block of 512 threads takes its part of a row, each thread the entries j = part * 512 +
-// thread, then every C * 512 further (a warp's loads coalesced; C = 1, or the cluster's size
-// where few rows would leave most of the GPU idle), in two passes (the second reads the row
-// from L1/L2):
+// A block of 512 threads takes its part of a row in 16-byte vectors, each thread the vectors
+// i = part * 512 + thread, then every C * 512 further (a warp's loads coalesced; C = 1, or the
+// cluster's size where few rows would leave most of the GPU idle), and one of the row's few
+// unaligned first and last entries, in two passes (the second reads the row from L1/L2):
 //   1. each thread's best entry (packed_entry.cuh, bans ranked -inf) and largest score; the
 //      block's maximum, and a floor: the k-th best of its threads' bests. Those are k distinct
 //      entries at or above it, so the block's k best are all at or above it too.
 //   2. the sum of exp(x - maximum) over the block's entries (banned scores too, as
 //      log_softmax's sum; -inf adds nothing), and every entry at or above the floor appended to
 //      a list in shared memory. Only the k threads whose best is at or above the floor hold such
-//      entries: at most k * 128 of them (the capacity), a few more than k in a row of real scores.
-// Then one warp picks the list's k best, largest first. In a cluster, the first block then
-// reads the others' picks and sums from their shared memory and picks again. Last, the row's
-// log(sum(exp(x))) = maximum + log(sum) is subtracted from the picks. Banned entries come from
-// the row's list through a bitmap in shared memory (65536 entries: 8 KB). The picks are exactly
-// those of topk_rows.cu's levels (the same total order on packed words); only the sum's
-// rounding differs.
+//      entries: at most k * 130 of them (the capacity), a few more than k in a row of real scores.
+// Then the block ranks the list's entries (block_picks) and keeps the k best. In a cluster, the
+// first block then reads the others' picks and sums from their shared memory and ranks again.
+// Last, the row's log(sum(exp(x))) = maximum + log(sum) is subtracted from the picks. Banned
+// entries come from the row's list through a bitmap in shared memory (65536 entries: 8 KB). The
+// picks are exactly those of topk_rows.cu's levels (the same total order on packed words); only
+// the sum's rounding differs.
+// The first form (2-byte loads, picks in k rounds of warp reductions) took 43-46 us over 128
+// rows of 50264-58101 halves and 24 us over one row (a cluster of 8) on an H100, kernels one at
+// a time; the loads in flight, not the bytes, bounded the passes.
 #include <cooperative_groups.h>
 
+#include "backends/cuda/activation.cuh"
 #include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/log_softmax_topk_block.cuh"
@@ -34,31 +38,103 @@ namespace kiln::cuda {
 namespace {
 
 constexpr int kThreads = 512;
+constexpr int kWarps = kThreads / 32;
 constexpr int64_t kMaxDim = 65536;
-constexpr int64_t kPerThread = kMaxDim / kThreads;  // entries a thread takes, at most
+constexpr int64_t kPerThread = kMaxDim / kThreads;  // whole vectors' entries a thread takes, at most
+// A thread's entries, at most: its vectors' and one of the row's unaligned first and last few.
+constexpr int64_t kListPerThread = kPerThread + 2;
 constexpr int64_t kMaxK = 32;
 constexpr int kCluster = 8;  // blocks a row where rows are few (the portable cluster size)
-constexpr int kUnroll = 8;   // loads in flight per thread
+constexpr int kUnroll = 4;   // 16-byte loads in flight per thread
+constexpr unsigned kFull = 0xffffffffu;
 
-// The k largest of the n words at s (k <= 32; words distinct, 0 none), largest first: pick j goes
-// to lane j, and 0 to lanes past the picks there are. Each round is the largest word below the
-// last pick. Every lane of the warp calls.
-__device__ uint64_t warp_picks(const uint64_t* s, int n, int64_t k, int lane) {
-  uint64_t last = 0, mine = 0;
-  for (int64_t r = 0; r < k; ++r) {
-    uint64_t best = 0;
-    for (int i = lane; i < n; i += 32) {
-      const uint64_t e = s[i];
-      best = (r == 0 || e < last) && e > best ? e : best;
+// The warp's 32 words, largest first across the lanes (a bitonic sort over shuffles: 15 steps
+// where k rounds of a warp maximum took 5 each).
+__device__ uint64_t warp_sorted(uint64_t v, int lane) {
+#pragma unroll
+  for (int size = 2; size <= 32; size *= 2)
+#pragma unroll
+    for (int stride = size / 2; stride > 0; stride /= 2) {
+      const uint64_t o = __shfl_xor_sync(kFull, v, stride);
+      const bool lower = (lane & stride) == 0, descending = (lane & size) == 0;
+      v = (lower == descending) == (o > v) ? o : v;
     }
-    last = warp_max(best);
-    if (lane == r) mine = last;
-    if (last == 0) break;  // uniform over the warp
+  return v;
+}
+
+// The k largest of the n words at s (words distinct but for 0, which stands for none) into
+// out[0..k), largest first; out holds 0 past them (the caller zeroed it). Every thread of the
+// block takes words and counts the words above each (its rank): a few loads of shared memory
+// per word, where picking k times in turn waited on k warp reductions. Ends with a barrier.
+__device__ void block_picks(const uint64_t* s, int n, int64_t k, uint64_t* out) {
+  for (int i = threadIdx.x; i < n; i += kThreads) {
+    const uint64_t e = s[i];
+    if (e == 0) continue;
+    int64_t rank = 0;
+    for (int j = 0; j < n && rank < k; ++j) rank += s[j] > e;
+    if (rank < k) out[rank] = e;
   }
-  return mine;
+  __syncthreads();
+}
+
+// Words above e in a[0..k), largest first (0 past the words): a binary search.
+__device__ __forceinline__ int64_t above_in(const uint64_t* a, int64_t k, uint64_t e) {
+  int64_t lo = 0, hi = k;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    if (a[mid] > e)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
 }
 
 __device__ __forceinline__ bool banned_at(const uint32_t* bits, int64_t j) { return (bits[j >> 5] >> (j & 31)) & 1u; }
+
+__device__ __forceinline__ void unpack(const uint4& w, float (&v)[8]) {
+  Half8 h;
+  h.u = w;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 f = __half22float2(h.h2[e]);
+    v[2 * e] = f.x;
+    v[2 * e + 1] = f.y;
+  }
+}
+__device__ __forceinline__ void unpack(const uint4& w, float (&v)[4]) {
+  v[0] = __uint_as_float(w.x), v[1] = __uint_as_float(w.y), v[2] = __uint_as_float(w.z), v[3] = __uint_as_float(w.w);
+}
+
+// Calls f(value, j) for this thread's entries of the row x[0..n): 16-byte vectors i = first,
+// first + stride, ... of the row's aligned middle (kUnroll loads in flight: 2-byte loads kept a
+// row of 58101 halves at about 1 TB/s over 128 rows), and at most one of the row's first
+// (before the first 16-byte boundary) and one of its last entries.
+template <typename T, typename F>
+__device__ __forceinline__ void for_entries(const T* x, int64_t n, int64_t first, int64_t stride, F f) {
+  constexpr int V = 16 / sizeof(T);
+  const int64_t misaligned = static_cast<int64_t>(reinterpret_cast<uintptr_t>(x) % 16 / sizeof(T));
+  const int64_t head = min(n, misaligned == 0 ? 0 : V - misaligned);
+  const int64_t vectors = (n - head) / V, tail = head + vectors * V;
+  if (first < head) f(to_float(x[first]), first);
+  if (tail + first < n) f(to_float(x[tail + first]), tail + first);
+  const uint4* vx = reinterpret_cast<const uint4*>(x + head);
+  for (int64_t i0 = first; i0 < vectors; i0 += kUnroll * stride) {
+    uint4 w[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (i0 + u * stride < vectors) w[u] = vx[i0 + u * stride];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = i0 + u * stride;
+      if (i >= vectors) continue;
+      float v[V];
+      unpack(w[u], v);
+#pragma unroll
+      for (int e = 0; e < V; ++e) f(v[e], head + i * V + e);
+    }
+  }
+}
 
 // What a block leaves for its cluster's first block.
 template <int K>
@@ -67,12 +143,13 @@ struct BlockResult {
   float max, sum;
 };
 
-// K: at least k (8, 16 or 32), the list's capacity in multiples of kPerThread; C: blocks a row.
+// K: at least k (8, 16 or 32), the list's capacity in multiples of kListPerThread; C: blocks a row.
 template <typename T, int K, int C>
 __global__ void __launch_bounds__(kThreads) log_softmax_topk_block_kernel(LogSoftmaxTopkArgs a) {
   __shared__ uint32_t bits[kMaxDim / 32];
-  __shared__ uint64_t list[K * kPerThread];
-  __shared__ uint64_t warp_bests[kThreads / 32 * K];  // k per warp
+  __shared__ uint64_t list[K * kListPerThread];
+  __shared__ uint64_t warp_bests[kWarps * K];  // each warp's k best, largest first
+  __shared__ uint64_t picked[K];
   __shared__ float scratch[32];
   __shared__ uint64_t floor_word;
   __shared__ int count;
@@ -81,7 +158,8 @@ __global__ void __launch_bounds__(kThreads) log_softmax_topk_block_kernel(LogSof
   const int64_t n = p.view.dim, row = blockIdx.x / C, part = blockIdx.x % C, k = p.k;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int64_t w = threadIdx.x; w < (n + 31) / 32; w += kThreads) bits[w] = 0;
-  if (threadIdx.x == 0) count = 0;
+  if (threadIdx.x < K) picked[threadIdx.x] = 0;
+  if (threadIdx.x == 0) count = 0, floor_word = 0;
   __syncthreads();
   wait_for_predecessor();
   if (a.banned) {
@@ -101,95 +179,85 @@ __global__ void __launch_bounds__(kThreads) log_softmax_topk_block_kernel(LogSof
   // Pass 1: this thread's best entry and largest score.
   uint64_t best = 0;
   float high = -INFINITY;
-  for (int64_t j0 = first; j0 < n; j0 += kUnroll * stride) {
-    float v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = j0 + u * stride < n ? to_float(x[j0 + u * stride]) : -INFINITY;
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t j = j0 + u * stride;
-      if (j >= n) continue;
-      high = fmaxf(high, v[u]);  // NaN left out here: it makes the sum NaN below
-      const uint64_t e = entry(v[u], j);
-      best = e > best ? e : best;
-    }
-  }
+  for_entries(x, n, first, stride, [&](float v, int64_t j) {
+    high = fmaxf(high, v);  // NaN left out here: it makes the sum NaN below
+    const uint64_t e = entry(v, j);
+    best = e > best ? e : best;
+  });
   const float block_max = block_reduce::block_reduce<true>(high, scratch);
-  // The warp's k best of its threads' bests (0 past them), then warp 0 takes the k-th best of all.
-  uint64_t mine = best;
-  for (int64_t r = 0; r < k; ++r) {
-    const uint64_t w = warp_max(mine);
-    if (lane == 0) warp_bests[warp * k + r] = w;
-    if (mine == w) mine = 0;
-  }
+  // The floor: the k-th best of the threads' bests (0 where fewer than k threads hold entries:
+  // all are listed). Each warp sorts its threads' bests; each of the warps' k best then counts
+  // the ones above it in every warp's list.
+  const uint64_t sorted = warp_sorted(best, lane);
+  if (lane < k) warp_bests[warp * k + lane] = sorted;
   __syncthreads();
-  if (warp == 0) {
-    const uint64_t pick = warp_picks(warp_bests, static_cast<int>(kThreads / 32 * k), k, lane);
-    const uint64_t kth = __shfl_sync(0xffffffffu, pick, static_cast<int>(k - 1));
-    if (lane == 0) floor_word = kth;  // 0 where fewer than k threads hold entries: all are listed
+  if (threadIdx.x < kWarps * k) {
+    const uint64_t e = warp_bests[threadIdx.x];
+    if (e != 0) {
+      int64_t rank = 0;
+      for (int w = 0; w < kWarps; ++w) rank += above_in(warp_bests + w * k, k, e);
+      if (rank == k - 1) floor_word = e;
+    }
   }
   __syncthreads();
 
   // Pass 2: the sum, and the entries at or above the floor.
   const uint64_t at_least = floor_word;
   float sum = 0.0f;
-  for (int64_t j0 = first; j0 < n; j0 += kUnroll * stride) {
-    float v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = j0 + u * stride < n ? to_float(x[j0 + u * stride]) : -INFINITY;
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t j = j0 + u * stride;
-      if (j >= n) continue;
-      if (v[u] != -INFINITY) sum += __expf(v[u] - block_max);
-      const uint64_t e = entry(v[u], j);
-      if (e >= at_least) {
-        const int slot = atomicAdd(&count, 1);
-        if (slot < K * kPerThread) list[slot] = e;
-      }
+  for_entries(x, n, first, stride, [&](float v, int64_t j) {
+    if (v != -INFINITY) sum += __expf(v - block_max);
+    const uint64_t e = entry(v, j);
+    if (e >= at_least) {
+      const int slot = atomicAdd(&count, 1);
+      if (slot < K * kListPerThread) list[slot] = e;
     }
-  }
+  });
   sum = block_reduce::block_sum(sum, scratch);  // its barriers also order the list's writes
-  uint64_t pick = 0;
   float row_max = block_max;
-  if (warp == 0) pick = warp_picks(list, min(count, static_cast<int>(K * kPerThread)), k, lane);
-  if constexpr (C > 1) {
+  if constexpr (C == 1) {
+    block_picks(list, min(count, static_cast<int>(K * kListPerThread)), k, picked);
+  } else {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    // The blocks' picks and sums meet in the first block's warp 0.
+    // The blocks' picks and sums meet in the first block.
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
-    if (warp == 0) {
-      if (lane < K) result.picks[lane] = lane < k ? pick : 0;
-      if (lane == 0) result.max = block_max, result.sum = sum;
-    }
+    if (threadIdx.x < K) result.picks[threadIdx.x] = 0;
+    if (threadIdx.x == 0) result.max = block_max, result.sum = sum;
+    __syncthreads();
+    block_picks(list, min(count, static_cast<int>(K * kListPerThread)), k, result.picks);
     cluster.sync();
-    if (part == 0 && warp == 0) {
-      uint64_t* merged = list;  // this block's list is read: its picks are in `result` now
-      float top = -INFINITY;
-      for (int b = 0; b < C; ++b) top = fmaxf(top, cluster.map_shared_rank(&result, b)->max);
-      float total = 0.0f;
-      for (int b = 0; b < C; ++b) {
-        const BlockResult<K>* r = cluster.map_shared_rank(&result, b);
-        if (lane < K) merged[b * K + lane] = r->picks[lane];
-        // A block of only -inf adds nothing; one of NaN and -inf (max -inf, sum NaN) makes the
-        // row's sum NaN, as one block a row does.
-        if (r->max != -INFINITY || isnan(r->sum)) total += isnan(r->sum) ? r->sum : r->sum * __expf(r->max - top);
+    __shared__ float maxes[C], sums[C];
+    uint64_t* merged = list;  // this block's list is read: its picks are in `result` now
+    if (part == 0) {
+      if (threadIdx.x < C * K)
+        merged[threadIdx.x] = cluster.map_shared_rank(&result, threadIdx.x / K)->picks[threadIdx.x % K];
+      if (threadIdx.x < C) {
+        const BlockResult<K>* r = cluster.map_shared_rank(&result, threadIdx.x);
+        maxes[threadIdx.x] = r->max;
+        sums[threadIdx.x] = r->sum;
       }
-      __syncwarp();
-      pick = warp_picks(merged, C * K, k, lane);
-      row_max = top;
-      sum = total;
     }
     cluster.sync();  // the other blocks' shared memory stays until the first has read it
     if (part != 0) return;
+    block_picks(merged, C * K, k, picked);
+    float top = -INFINITY;
+    for (int b = 0; b < C; ++b) top = fmaxf(top, maxes[b]);
+    float total = 0.0f;
+    // A block of only -inf adds nothing; one of NaN and -inf (max -inf, sum NaN) makes the
+    // row's sum NaN, as one block a row does.
+    for (int b = 0; b < C; ++b)
+      if (maxes[b] != -INFINITY || isnan(sums[b])) total += isnan(sums[b]) ? sums[b] : sums[b] * __expf(maxes[b] - top);
+    row_max = top;
+    sum = total;
 #else
     __trap();  // launched only where clusters_supported()
 #endif
   }
-  if (warp != 0 || lane >= k) return;
+  if (threadIdx.x >= k) return;
+  const uint64_t pick = picked[threadIdx.x];
   const float log_sum = row_max + logf(sum);
-  static_cast<float*>(p.values)[row * k + lane] = value_of(pick) - log_sum;
-  p.indices[row * k + lane] = index_of(pick);
+  static_cast<float*>(p.values)[row * k + threadIdx.x] = value_of(pick) - log_sum;
+  p.indices[row * k + threadIdx.x] = index_of(pick);
 }
 
 template <typename T, int K>
