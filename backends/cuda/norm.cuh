@@ -22,6 +22,9 @@ struct NormArgs {
   DType beta_type = DType::F32;
   int64_t rows = 0, d = 0;
   float eps = 0.0f;
+  // gamma and beta are written by no kernel before this one in the run (constants, as a
+  // layer's weights are): a kernel may read them before it waits for its predecessor.
+  bool params_settled = false;
 };
 
 // The rows of x's last dim (d) normalised into y, neither gamma nor beta set.

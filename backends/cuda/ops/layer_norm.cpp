@@ -1,4 +1,4 @@
-// layer_norm on the GPU: a block per row, fp32 statistics (norm.cu); x f32 or f16, gamma and
+// layer_norm on the GPU: a block or a warp per row, fp32 statistics (norm.cu); x f32 or f16, gamma and
 // beta optional, each f32 or f16.
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/norm.cuh"
@@ -26,6 +26,7 @@ class LayerNormKernel : public Kernel {
       p.beta = a.inputs[Beta].data;
       p.beta_type = a.inputs[Beta].dtype;
     }
+    p.params_settled = (!p.gamma || a.inputs[Gamma].settled) && (!p.beta || a.inputs[Beta].settled);
     cuda::launch_layer_norm(p, stream_of(a));
   }
 

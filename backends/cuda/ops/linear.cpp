@@ -337,6 +337,7 @@ class NormLinearKernel : public Kernel {
     cuda::NormArgs p = cuda::norm_rows(x.data, a.outputs[1].data, x.dtype, x.numel(), x.shape.back(), eps_);
     p.gamma = gamma();
     p.beta = beta();
+    p.params_settled = true;  // this kernel's own packed weights
     cuda::launch_layer_norm(p, stream_of(a));
     linear_.run(linear_args(a), variant);
   }

@@ -1,5 +1,7 @@
-// layer_norm: with gamma and beta, gamma only and neither; sizes from 1 to past a block; rows
-// whose mean is large against their spread (where a one-pass variance cancels).
+// layer_norm: with gamma and beta, gamma only and neither; sizes from 1 to past a block, and rows
+// of whole 16-byte vectors (CUDA's warp a row: 1 to 4 vectors a lane, some lanes with fewer;
+// 130 rows, an odd number of warps); rows whose mean is large against their spread (where a
+// one-pass variance cancels), in both forms.
 #include "tests/ops/op_case.h"
 
 namespace kiln::test {
@@ -7,7 +9,8 @@ namespace kiln::test {
 KILN_OP_CASES(layer_norm) {
   std::vector<OpCase> cases;
   for (DType t : {DType::F32, DType::F16})
-    for (const Shape& s : {Shape{1, 1}, Shape{3, 17}, Shape{2, 5, 129}})
+    for (const Shape& s :
+         {Shape{1, 1}, Shape{3, 17}, Shape{2, 5, 129}, Shape{5, 24}, Shape{4, 512}, Shape{3, 776}, Shape{130, 1024}})
       for (const char* affine : {"gamma_beta", "gamma", "none"}) {
         OpCase c("layer_norm", t, s, affine);
         const int x = c.input("x", t, s, 2.0);
@@ -18,14 +21,16 @@ KILN_OP_CASES(layer_norm) {
         cases.push_back(std::move(c));
       }
   // f32 only: in f16, 1000 + x keeps no more than x's sign.
-  OpCase c("layer_norm", DType::F32, {4, 33}, "offset");
-  std::vector<float> values(4 * 33);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  for (float& v : values) v = 1000.0f + d(c.rng);
-  c.output(c.graph.add("layer_norm", "layer_norm", {c.input_values("x", DType::F32, {4, 33}, values)}));
-  c.tolerance_f32 = 1e-4;
-  c.fp16_precision = false;
-  cases.push_back(std::move(c));
+  for (int64_t d : {33, 64}) {
+    OpCase c("layer_norm", DType::F32, {4, d}, "offset");
+    std::vector<float> values(static_cast<size_t>(4 * d));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& v : values) v = 1000.0f + normal(c.rng);
+    c.output(c.graph.add("layer_norm", "layer_norm", {c.input_values("x", DType::F32, {4, d}, values)}));
+    c.tolerance_f32 = 1e-4;
+    c.fp16_precision = false;
+    cases.push_back(std::move(c));
+  }
   return cases;
 }
 
