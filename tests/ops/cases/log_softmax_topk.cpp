@@ -2,8 +2,8 @@
 // - Decoder vocabularies: 128 rows with k = 16 and 40 rows of 5000 (CUDA's block a row), 3 rows
 //   with k = 16, 2 with k = 32 and one with k = 2 (a cluster of blocks a row), rows past 65536
 //   entries with k = 8 and 32 (CUDA's levelled picks, two and three levels), k = 1 over a row just
-//   past one segment; rows of 13 (each row's first and last entries outside the 16-byte vectors
-//   of the block kernel); short rows and k above 32 (CUDA's two-op form).
+//   past one segment; rows of 13 and of 5 (entries outside the block kernel's 16-byte vectors: a
+//   row's first and last few, or all of a row shorter than a vector); short rows and k above 32 (CUDA's two-op form).
 // - Without bans and with banned indices in i32 and i64 (padding -1, a token banned twice, the
 //   row's best banned); a row where all but three entries are banned (-inf picked); a row whose
 //   first 5000 scores are -inf; a row of one value throughout and a row whose best, some of them
@@ -30,7 +30,8 @@ KILN_OP_CASES(log_softmax_topk) {
   // k = 32 over 70000: 2208 candidates after the first level, so a middle level runs too.
   const std::vector<Spec> specs = {{{128, 58101}, 16, 8}, {{3, 58101}, 16, 0}, {{2, 58101}, 32, 4}, {{1, 50264}, 2, 2},
                                    {{40, 5000}, 4, 2},    {{2, 70000}, 8, 4},  {{2, 70000}, 32, 0}, {{2, 1025}, 1, 4},
-                                   {{4, 300}, 8, 4},      {{5, 13}, 3, 2},     {{2, 3000}, 40, 3},  {{1, 40}, 40, 0}};
+                                   {{4, 300}, 8, 4},      {{5, 13}, 3, 2},     {{3, 5}, 2, 0},      {{2, 3000}, 40, 3},
+                                   {{1, 40}, 40, 0}};
   for (DType t : {DType::F32, DType::F16})
     for (const Spec& s : specs)
       for (DType it : s.banned ? std::vector<DType>{DType::I32, DType::I64} : std::vector<DType>{DType::I64}) {
