@@ -15,6 +15,13 @@ namespace kiln::cuda::float_io {
 __device__ __forceinline__ float to_f32(float v) { return v; }
 __device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
 
+// 16 bytes of T as one load or store, its elements addressed one by one.
+template <typename T>
+union Vector16 {
+  uint4 u;
+  T t[16 / sizeof(T)];
+};
+
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
 

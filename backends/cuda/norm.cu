@@ -14,6 +14,7 @@
 // where they are settled. The block form read each element three times in 2-byte loads and
 // waited on four barriers: 6.8 us over 128 rows of 1024 halves on an H100 (a 12-layer
 // encoder-decoder's decoder step of width 1024 at 128 rows runs 37 of them).
+#include "backends/cuda/alignment.cuh"
 #include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/float_io.cuh"
 #include "backends/cuda/launch.cuh"
@@ -27,6 +28,7 @@ using block_reduce::block_sum;
 using float_io::load;
 using float_io::store;
 using float_io::to_f32;
+using float_io::Vector16;
 
 constexpr unsigned kMaxThreads = 256;
 constexpr int64_t kMaxBlocks = 1 << 20;
@@ -59,12 +61,6 @@ __global__ void layer_norm_kernel(NormArgs p) {
   }
 }
 
-template <typename T>
-union Vector {  // 16 bytes of x or y
-  uint4 u;
-  T t[16 / sizeof(T)];
-};
-
 // N 16-byte vectors a lane: vector lane + 32 m of the row for m < N (those past the row none).
 template <typename T, int N>
 __global__ void __launch_bounds__(kWarpRowsPerBlock * 32) layer_norm_warp_kernel(NormArgs p) {
@@ -94,7 +90,7 @@ __global__ void __launch_bounds__(kWarpRowsPerBlock * 32) layer_norm_warp_kernel
     float v[N][V];
 #pragma unroll
     for (int m = 0; m < N; ++m) {
-      Vector<T> w;
+      Vector16<T> w;
       w.u = lane + 32 * m < vectors ? x[lane + 32 * m] : uint4{};
 #pragma unroll
       for (int e = 0; e < V; ++e) v[m][e] = to_f32(w.t[e]);
@@ -120,7 +116,7 @@ __global__ void __launch_bounds__(kWarpRowsPerBlock * 32) layer_norm_warp_kernel
 #pragma unroll
     for (int m = 0; m < N; ++m) {
       if (lane + 32 * m >= vectors) continue;
-      Vector<T> w;
+      Vector16<T> w;
 #pragma unroll
       for (int e = 0; e < V; ++e) store(&w.t[e], ((v[m][e] - x0) - mean) * inv * g[m][e] + b[m][e]);
       y[lane + 32 * m] = w.u;
@@ -154,8 +150,7 @@ __global__ void rms_norm_kernel(NormArgs p) {
 template <typename T>
 bool launch_layer_norm_warp(const NormArgs& p, cudaStream_t s) {
   constexpr int64_t V = 16 / sizeof(T);
-  const auto aligned = [](const void* a) { return reinterpret_cast<uintptr_t>(a) % 16 == 0; };
-  if (p.d % V != 0 || p.d > 4 * 32 * V || !aligned(p.x) || !aligned(p.y)) return false;
+  if (p.d % V != 0 || p.d > 4 * 32 * V || !aligned16(p.x, p.y)) return false;
   const int64_t blocks = (p.rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock;
   const dim3 grid(static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks));
   const int n = static_cast<int>((p.d / V + 31) / 32);
