@@ -12,18 +12,19 @@
 // FP8 (E4M3 weights, 8 bytes a vector): the same walk over half the bytes; each input vector is
 // rounded to E4M3 at the layer's input scale as it is loaded, each sum multiplied by its column's
 // scale before the epilogue, as the FP8 GEMM tiles do (gemm_mma.cu).
-// A norm_linear (fp16 weights): every block first takes its rows' statistics in the three
-// passes of layer_norm's kernel (norm.cu: the sum of x - x0, then the squares about the mean;
-// rows of a few KB, read again from L2), summed in another order, so the two agree to float
-// rounding, not bit for bit. It then normalises each input vector as it loads it, rounded to
-// fp16 like the norm's output, which the blocks of the first column group also store. Every
-// block repeats the statistics instead of a launch of its own: at one row this took a 12-layer
-// decoder step from 0.80 to 0.70 ms on an H100 (37 norms).
+// A norm_linear (fp16 weights): every block first takes its rows' statistics in one pass (each
+// vector's mean and squared deviations, merged pairwise: row_norms), which agree with
+// layer_norm's kernel (norm.cu: two passes) to float rounding, not bit for bit; after the wait
+// that is one read of the row and one barrier before the weights are used (until 2026-12-07:
+// three passes, a read of the first element before them and two block sums). It then
+// normalises each input vector as it loads it, rounded to fp16 like the norm's output, which the
+// blocks of the first column group also store. Every block repeats the statistics instead of a
+// launch of its own: at one row this took a 12-layer decoder step from 0.80 to 0.70 ms on an
+// H100 (37 norms).
 #include <algorithm>
 #include <stdexcept>
 #include <type_traits>
 
-#include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/fp8.cuh"
 #include "backends/cuda/gemm_epilogue.cuh"
 #include "backends/cuda/gemv.cuh"
@@ -41,64 +42,73 @@ constexpr int kRowGroup = 8;  // rows per block
 __host__ __device__ constexpr int max_warps(int rows) { return rows <= 2 ? 16 : rows <= 4 ? 8 : 4; }
 int warps_for(int k, int rows) { return std::clamp((k / 8 + 31) / 32, 2, max_warps(rows)); }
 
-// Sums of kRows values over the block, returned to every thread. `scratch` holds a value per
-// warp and row; the last barrier lets the next call write it again.
-template <int kRows>
-__device__ __forceinline__ void block_sums(float (&v)[kRows], float (*scratch)[kRows]) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-#pragma unroll
-  for (int m = 0; m < kRows; ++m) {
-    v[m] = block_reduce::warp_sum(v[m]);
-    if (lane == 0) scratch[warp][m] = v[m];
-  }
-  __syncthreads();
-#pragma unroll
-  for (int m = 0; m < kRows; ++m) {
-    v[m] = 0.0f;
-    for (int q = 0; q < warps; ++q) v[m] += scratch[q][m];
-  }
-  __syncthreads();
-}
-
-// The block's rows' layer-norm statistics: the first element x0, the mean of x - x0, 1 / std.
-template <int kRows>
-struct RowNorms {
-  float x0[kRows], mean[kRows], inv[kRows];
+// Layer-norm statistics of one row as count, mean and sum of squared deviations (M2), merged by
+// Chan et al.'s pairwise update: one pass over the row and one block reduction, without the
+// cancellation of a sum of squares about zero.
+// (No member initialisers: the block's shared scratch holds these.)
+struct Moments {
+  float n, mean, m2;
 };
 
-// Over each of the block's rows, the sum of term(m, x) for its elements x, to every thread.
-template <int kRows, typename Term>
-__device__ __forceinline__ void row_sums(const GemmArgs& p, int m0, int rows, float (*scratch)[kRows],
-                                         float (&s)[kRows], Term term) {
+__device__ __forceinline__ Moments merge(const Moments& a, const Moments& b) {
+  const float n = a.n + b.n;
+  if (n == 0.0f) return a;
+  const float delta = b.mean - a.mean, share = b.n / n;
+  return {n, fmaf(delta, share, a.mean), a.m2 + b.m2 + delta * delta * a.n * share};
+}
+
+// The moments of 8 values (a vector of the row).
+__device__ __forceinline__ Moments moments8(const Half8& a) {
+  float x[8], sum = 0.0f;
 #pragma unroll
-  for (int m = 0; m < kRows; ++m) s[m] = 0.0f;
+  for (int e = 0; e < 8; ++e) sum += x[e] = __half2float(a.h[e]);
+  const float mean = sum * 0.125f;
+  float m2 = 0.0f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) m2 = fmaf(x[e] - mean, x[e] - mean, m2);
+  return {8.0f, mean, m2};
+}
+
+// The block's rows' layer-norm statistics: the mean and 1 / std.
+template <int kRows>
+struct RowNorms {
+  float mean[kRows], inv[kRows];
+};
+
+// Each thread merges the moments of its vectors of each row, each warp by shuffles, then every
+// thread merges the warps' in the same order, so that all threads hold the same statistics.
+template <int kRows>
+__device__ RowNorms<kRows> row_norms(const GemmArgs& p, float eps, int m0, int rows, Moments (*scratch)[kRows]) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  Moments s[kRows] = {};
   for (int c = threadIdx.x; c < p.k / 8; c += blockDim.x)
 #pragma unroll
     for (int m = 0; m < kRows; ++m)
       if (m < rows) {
         Half8 a;
         a.u = __ldg(reinterpret_cast<const uint4*>(p.a + static_cast<int64_t>(m0 + m) * p.k) + c);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) s[m] += term(m, __half2float(a.h[e]));
+        s[m] = merge(s[m], moments8(a));
       }
-  block_sums<kRows>(s, scratch);
-}
-
-template <int kRows>
-__device__ RowNorms<kRows> row_norms(const GemmArgs& p, float eps, int m0, int rows, float (*scratch)[kRows]) {
+#pragma unroll
+  for (int m = 0; m < kRows; ++m) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) {
+      const Moments other = {__shfl_xor_sync(0xffffffffu, s[m].n, offset),
+                             __shfl_xor_sync(0xffffffffu, s[m].mean, offset),
+                             __shfl_xor_sync(0xffffffffu, s[m].m2, offset)};
+      s[m] = merge(s[m], other);
+    }
+    if (lane == 0) scratch[warp][m] = s[m];
+  }
+  __syncthreads();
   RowNorms<kRows> r;
 #pragma unroll
-  for (int m = 0; m < kRows; ++m) r.x0[m] = m < rows ? __half2float(p.a[static_cast<int64_t>(m0 + m) * p.k]) : 0.0f;
-  float s[kRows];
-  row_sums<kRows>(p, m0, rows, scratch, s, [&](int m, float x) { return x - r.x0[m]; });
-#pragma unroll
-  for (int m = 0; m < kRows; ++m) r.mean[m] = s[m] / static_cast<float>(p.k);
-  row_sums<kRows>(p, m0, rows, scratch, s, [&](int m, float x) {
-    const float d = (x - r.x0[m]) - r.mean[m];
-    return d * d;
-  });
-#pragma unroll
-  for (int m = 0; m < kRows; ++m) r.inv[m] = 1.0f / sqrtf(s[m] / static_cast<float>(p.k) + eps);
+  for (int m = 0; m < kRows; ++m) {
+    Moments t = {};
+    for (int q = 0; q < warps; ++q) t = merge(t, scratch[q][m]);
+    r.mean[m] = t.mean;
+    r.inv[m] = rsqrtf(t.m2 / static_cast<float>(p.k) + eps);
+  }
   return r;
 }
 
@@ -133,7 +143,7 @@ __device__ __forceinline__ uint4 normalise(const RowNorms<kRows>& r, const NormA
     float v[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-      v[h] = fmaf(((__half2float(a.h[e + h]) - r.x0[m]) - r.mean[m]) * r.inv[m], f.gamma[e + h], f.beta[e + h]);
+      v[h] = fmaf((__half2float(a.h[e + h]) - r.mean[m]) * r.inv[m], f.gamma[e + h], f.beta[e + h]);
     y.h2[e / 2] = __floats2half2_rn(v[0], v[1]);
   }
   return y.u;
@@ -163,7 +173,7 @@ __global__ void __launch_bounds__(max_warps(kRows) * 32) gemv_kernel(GemmArgs p,
   const int rows = min(kRows, p.m - m0);
   [[maybe_unused]] RowNorms<kRows> norms;
   if constexpr (kNorm) {
-    __shared__ float scratch[max_warps(kRows)][kRows];
+    __shared__ Moments scratch[max_warps(kRows)][kRows];
     norms = row_norms<kRows>(p, norm.eps, m0, rows, scratch);
   }
   float acc[kRows][kCols] = {};
