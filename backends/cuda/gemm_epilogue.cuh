@@ -1,22 +1,44 @@
-// The GEMM epilogue both GEMM kernels (gemm.cu, gemm_mma.cu) and the split-K reduction share:
-// bias, activation, residual and the store of 8 consecutive outputs of one row.
+// The GEMM epilogue the GEMM kernels (gemm.cu, gemm_mma.cu, gemv.cu) and the split-K reduction
+// share: bias, activation, residual and the store of 8 consecutive outputs of one row.
 #pragma once
 
 #include "backends/cuda/fp8.cuh"
 
 namespace kiln::cuda {
 
-// v: 8 fp32 sums for row gm, columns gn..gn+7. The output is fp32, E4M3 (the fp16 value the
-// consumer would otherwise read, times out_inv_scale, rounded: the FP8 node semantics) or fp16.
-template <bool kResidual, bool kOutF32, bool kOutE4M3 = false>
-__device__ __forceinline__ void store_outputs(const GemmArgs& p, int gm, int gn, float (&v)[8]) {
+// What the epilogue adds to the sums of row gm, columns gn..gn+7: the bias (a constant, which a
+// kernel may load before it waits for its predecessor: launch.cuh) and the residual (written by
+// earlier kernels, loaded after the wait). A kernel whose sums come after a barrier loads them
+// before it, so that their latency overlaps the sums instead of following them.
+struct EpilogueBias {
+  float b[8];
+};
+
+__device__ __forceinline__ EpilogueBias load_bias(const GemmArgs& p, int gn) {
+  EpilogueBias e = {};
   if (p.bias) {
     const float4 b0 = __ldg(reinterpret_cast<const float4*>(p.bias + gn)),
                  b1 = __ldg(reinterpret_cast<const float4*>(p.bias + gn + 4));
-    v[0] += b0.x, v[1] += b0.y, v[2] += b0.z, v[3] += b0.w, v[4] += b1.x, v[5] += b1.y, v[6] += b1.z, v[7] += b1.w;
+    e = {{b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w}};
   }
+  return e;
+}
+
+// Rows of out_cols outputs take no residual (uint4 zeros then, as without kResidual).
+template <bool kResidual>
+__device__ __forceinline__ uint4 load_residual(const GemmArgs& p, int gm, int gn) {
+  if (!kResidual || p.out_cols) return make_uint4(0, 0, 0, 0);
+  return __ldg(reinterpret_cast<const uint4*>(p.residual + static_cast<int64_t>(gm) * p.n + gn));
+}
+
+// v: 8 fp32 sums for row gm, columns gn..gn+7, with their bias and residual loaded. The output
+// is fp32, E4M3 (the fp16 value the consumer would otherwise read, times out_inv_scale, rounded:
+// the FP8 node semantics) or fp16.
+template <bool kResidual, bool kOutF32, bool kOutE4M3 = false>
+__device__ __forceinline__ void store_loaded(const GemmArgs& p, int gm, int gn, float (&v)[8], const EpilogueBias& bias,
+                                             uint4 residual) {
 #pragma unroll
-  for (int e = 0; e < 8; ++e) v[e] = activate(v[e], p.act);
+  for (int e = 0; e < 8; ++e) v[e] = activate(v[e] + bias.b[e], p.act);
   if (p.out_cols) {  // rows of out_cols outputs, not 16-byte aligned: element by element
     const int64_t at = static_cast<int64_t>(gm) * p.out_cols + gn;
 #pragma unroll
@@ -32,7 +54,7 @@ __device__ __forceinline__ void store_outputs(const GemmArgs& p, int gm, int gn,
   const int64_t off = static_cast<int64_t>(gm) * p.n + gn;
   if constexpr (kResidual) {
     Half8 r;
-    r.u = __ldg(reinterpret_cast<const uint4*>(p.residual + off));
+    r.u = residual;
 #pragma unroll
     for (int e = 0; e < 8; ++e) v[e] += __half2float(r.h[e]);
   }
@@ -54,6 +76,12 @@ __device__ __forceinline__ void store_outputs(const GemmArgs& p, int gm, int gn,
     for (int e = 0; e < 4; ++e) o.h2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
     *reinterpret_cast<uint4*>(static_cast<__half*>(p.out) + off) = o.u;
   }
+}
+
+// The same, loading the bias and residual here.
+template <bool kResidual, bool kOutF32, bool kOutE4M3 = false>
+__device__ __forceinline__ void store_outputs(const GemmArgs& p, int gm, int gn, float (&v)[8]) {
+  store_loaded<kResidual, kOutF32, kOutE4M3>(p, gm, gn, v, load_bias(p, gn), load_residual<kResidual>(p, gm, gn));
 }
 
 }  // namespace kiln::cuda

@@ -168,9 +168,21 @@ __global__ void __launch_bounds__(max_warps(kRows) * 32) gemv_kernel(GemmArgs p,
     load_weights(threadIdx.x);
     if constexpr (kNorm) affine = norm_affine(norm, threadIdx.x);
   }
-  wait_for_predecessor();
-  __shared__ float partial[max_warps(kRows)][kRows][kCols];
+  // Thread m < rows stores row m0 + m: its bias (and FP8 column scales) before the wait, its
+  // residual right after it, all in flight while the block sums.
   const int rows = min(kRows, p.m - m0);
+  const bool stores = static_cast<int>(threadIdx.x) < rows;
+  EpilogueBias bias = {};
+  [[maybe_unused]] float col_scale[kCols];
+  if (stores) {
+    bias = load_bias(p, n0);
+    if constexpr (kFp8)
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) col_scale[j] = __ldg(p.col_scale + n0 + j);
+  }
+  wait_for_predecessor();
+  const uint4 residual = stores ? load_residual<kResidual>(p, m0 + threadIdx.x, n0) : make_uint4(0, 0, 0, 0);
+  __shared__ float partial[max_warps(kRows)][kRows][kCols];
   [[maybe_unused]] RowNorms<kRows> norms;
   if constexpr (kNorm) {
     __shared__ Moments scratch[max_warps(kRows)][kRows];
@@ -222,7 +234,7 @@ __global__ void __launch_bounds__(max_warps(kRows) * 32) gemv_kernel(GemmArgs p,
       if (lane == 0) partial[warp][m][j] = acc[m][j];
     }
   __syncthreads();
-  if (threadIdx.x >= rows) return;
+  if (!stores) return;
   const int m = threadIdx.x;
   float v[kCols];
 #pragma unroll
@@ -230,9 +242,9 @@ __global__ void __launch_bounds__(max_warps(kRows) * 32) gemv_kernel(GemmArgs p,
     v[j] = 0.0f;
 #pragma unroll
     for (int q = 0; q < warps; ++q) v[j] += partial[q][m][j];
-    if constexpr (kFp8) v[j] *= __ldg(p.col_scale + n0 + j);
+    if constexpr (kFp8) v[j] *= col_scale[j];
   }
-  store_outputs<kResidual, kOutF32>(p, m0 + m, n0, v);
+  store_loaded<kResidual, kOutF32>(p, m0 + m, n0, v, bias, residual);
 }
 
 template <int kRows, bool kFp8, bool kNorm>
