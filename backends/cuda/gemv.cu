@@ -13,14 +13,15 @@
 // rounded to E4M3 at the layer's input scale as it is loaded, each sum multiplied by its column's
 // scale before the epilogue, as the FP8 GEMM tiles do (gemm_mma.cu).
 // A norm_linear (fp16 weights): every block first takes its rows' statistics in one pass (each
-// vector's mean and squared deviations, merged pairwise: row_norms), which agree with
-// layer_norm's kernel (norm.cu: two passes) to float rounding, not bit for bit; after the wait
-// that is one read of the row and one barrier before the weights are used (until 2026-12-07:
-// three passes, a read of the first element before them and two block sums). It then
-// normalises each input vector as it loads it, rounded to fp16 like the norm's output, which the
-// blocks of the first column group also store. Every block repeats the statistics instead of a
-// launch of its own: at one row this took a 12-layer decoder step from 0.80 to 0.70 ms on an
-// H100 (37 norms).
+// vector's mean and squared deviations, merged pairwise: row_norms), which agree with layer_norm's
+// kernel (norm.cu: a shifted sum, then squares about the mean) to float rounding, not bit for bit
+// (the mean carries about an fp32 ulp of itself, 8192 times finer than the fp16 inputs' own
+// rounding). After the wait that is one read of the row and one barrier before the weights are used
+// (until 2026-12-07: three passes, a read of the first element before them and two block sums). It
+// then normalises each input vector as it loads it, rounded to fp16 like the norm's output, which
+// the blocks of the first column group also store. Every block repeats the statistics instead of a
+// launch of its own: at one row this took a 12-layer decoder step from 0.80 to 0.70 ms on an H100
+// (37 norms).
 #include <algorithm>
 #include <stdexcept>
 #include <type_traits>
@@ -75,8 +76,10 @@ struct RowNorms {
   float mean[kRows], inv[kRows];
 };
 
-// Each thread merges the moments of its vectors of each row, each warp by shuffles, then every
-// thread merges the warps' in the same order, so that all threads hold the same statistics.
+// Each thread merges the moments of its vectors of each row, each warp by xor shuffles (after
+// which lanes may differ in the last bits: merge's rounding depends on the order of its operands,
+// so only lane 0's result is kept), then every thread merges the warps' in the same order, so
+// that all threads hold the same statistics.
 template <int kRows>
 __device__ RowNorms<kRows> row_norms(const GemmArgs& p, float eps, int m0, int rows, Moments (*scratch)[kRows]) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
