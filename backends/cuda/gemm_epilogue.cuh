@@ -37,8 +37,11 @@ __device__ __forceinline__ uint4 load_residual(const GemmArgs& p, int gm, int gn
 template <bool kResidual, bool kOutF32, bool kOutE4M3 = false>
 __device__ __forceinline__ void store_loaded(const GemmArgs& p, int gm, int gn, float (&v)[8], const EpilogueBias& bias,
                                              uint4 residual) {
+  if (p.bias)  // only then: adding a zero bias would turn a -0 sum into +0
 #pragma unroll
-  for (int e = 0; e < 8; ++e) v[e] = activate(v[e] + bias.b[e], p.act);
+    for (int e = 0; e < 8; ++e) v[e] += bias.b[e];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v[e] = activate(v[e], p.act);
   if (p.out_cols) {  // rows of out_cols outputs, not 16-byte aligned: element by element
     const int64_t at = static_cast<int64_t>(gm) * p.out_cols + gn;
 #pragma unroll

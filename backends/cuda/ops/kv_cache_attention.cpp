@@ -71,7 +71,10 @@ class KvCacheAttentionKernel : public Kernel {
     p.q_stride = qkv.shape[2];
     p.heads = (p.q_stride - p.kv_heads * (p.d + p.dv)) / p.d;
     set_attention_common(p, a, KvLength, scale_, causal_, error_);
-    p.settled = all_settled(a, {KCache, VCache, Offset, KvLength, KvRows});
+    // The kernel reads the caches as the outputs: settled only where those are the inputs' memory
+    // (copied into other outputs below, they are written just before it).
+    p.settled = all_settled(a, {KCache, VCache, Offset, KvLength, KvRows}) && keys.data == a.inputs[KCache].data &&
+                values.data == a.inputs[VCache].data;
     p.offset = offset.data;
     p.offset_type = offset.dtype;
     p.offsets = offset.numel();

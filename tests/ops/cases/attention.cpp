@@ -29,6 +29,9 @@ struct AttentionShape {
   const char* variant = "";
   bool kv_rows = false;  // a kv_rows table of kv_dtype
   int64_t kv_batch = 0;  // rows of k and v with kv_rows (0: b)
+  // q made by a node (q_in + q_in): k, v, kv_length and kv_rows are then settled inputs, which
+  // the GPU's step kernel reads before it waits for that node (TensorRef::settled).
+  bool settled = false;
   int64_t kb() const { return kv_batch ? kv_batch : b; }
 };
 
@@ -162,12 +165,20 @@ KILN_OP_CASES(attention) {
        2},
       {4, 2, 2, 1, 20, 160, 160, false, M::None, 0, {20, 11, 20, 3}, DType::I64, "kv_rows_shared_past_128", true, 3},
       {3, 2, 2, 17, 30, 8, 8, false, M::Bias, 0, {}, DType::I32, "rows_kv_rows_shared", true, 1},
+      // Settled keys and values (the step kernel's first chunk read before the wait) at 4, 2
+      // and 1 warps a row: warps whose first chunk is past a row's keys, keys clamped to the
+      // last one, grouped-query heads with D != Dv (lanes past d, past dv), a length of 0 under
+      // a padding mask, kv_rows, and blocks with rows past the last.
+      {2, 8, 8, 1, 300, 64, 64, true, M::None, 0, {300, 37}, DType::I64, "settled_4_warps", false, 0, true},
+      {4, 4, 2, 1, 50, 48, 32, false, M::Padding, 0, {50, 0, 7, 33}, DType::I32, "settled_2_warps", true, 0, true},
+      {3, 2, 2, 1, 20, 64, 64, true, M::None, 0, {20, 1, 7}, DType::I64, "settled_1_warp", true, 0, true},
   };
   std::vector<OpCase> cases;
   for (DType t : {DType::F32, DType::F16})
     for (const AttentionShape& s : shapes) {
       OpCase c("attention", t, {s.b, s.h, s.sq, s.d}, s.variant);
-      const int q = c.input("q", t, {s.b, s.h, s.sq, s.d});
+      int q = c.input(s.settled ? "q_in" : "q", t, {s.b, s.h, s.sq, s.d});
+      if (s.settled) q = c.graph.add("add", "q", {q, q});
       const int k = c.input("k", t, {s.kb(), s.hkv, s.sk, s.d});
       const int v = c.input("v", t, {s.kb(), s.hkv, s.sk, s.dv});
       std::vector<int> in = {q, k, v, -1};
@@ -187,7 +198,7 @@ KILN_OP_CASES(attention) {
       if (s.kv_rows) in.push_back(c.input_values("kv_rows", s.kv_dtype, {s.b, s.sk}, kv_rows_table(s)));
       Attrs attrs = {{"scale", s.scale}, {"causal", int64_t{s.causal}}};
       c.output(c.graph.add("attention", "attention", in, attrs));
-      if (s.kv_length.empty() && !s.kv_rows && s.h == s.hkv) {
+      if (s.kv_length.empty() && !s.kv_rows && !s.settled && s.h == s.hkv) {
         if (s.causal) {
           std::vector<float> causal(static_cast<size_t>(s.sq * s.sk));
           for (int64_t i = 0; i < s.sq; ++i)

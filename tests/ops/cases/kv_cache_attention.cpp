@@ -5,7 +5,11 @@
 // grouped-query heads, D != Dv, no kv_length (every position read), several new positions under
 // causal, the last position of the cache, a decoder step of the GPU's widths, and kv_rows
 // tables: beam search's (a row's history in other rows, its new position its own) and one where
-// rows read other rows' new positions (the op writes every row before any is read).
+// rows read other rows' new positions (as if every row were written before any is read; the GPU
+// kernel reads new positions from the projection). "Settled" cases feed the states straight in
+// (no fill: the history is the zeros the harness starts states with) and make qkv with a node
+// before the attention, as a decoder step does: the GPU kernel then reads its first keys and
+// values before it waits for that node (TensorRef::settled), with 1, 2 and 4 warps a row.
 #include "core/dtype.h"
 #include "tests/ops/op_case.h"
 
@@ -18,7 +22,8 @@ struct CacheShape {
   std::vector<float> offsets, kv_length;  // kv_length empty: none
   const char* variant;
   bool causal = false;
-  int kv_rows = 0;  // 0: none; 1: beam search's table; 2: rows reading others' new positions
+  int kv_rows = 0;       // 0: none; 1: beam search's table; 2: rows reading others' new positions
+  bool settled = false;  // states unfilled, qkv made by a node (qkv_in + qkv_in)
 };
 
 // Row b's history from row (b + j) mod B at positions before its new ones; its new positions its
@@ -40,14 +45,19 @@ Graph decomposition(const CacheShape& s, DType t, DType index) {
   Graph g;
   const int k_state = g.add_state("k_cache", t, fixed_shape({s.b, s.hkv, s.s, s.d}));
   const int v_state = g.add_state("v_cache", t, fixed_shape({s.b, s.hkv, s.s, s.dv}));
-  const int k_fill = g.add_input("k_fill", t, fixed_shape({s.b, s.hkv, s.s, s.d}));
-  const int v_fill = g.add_input("v_fill", t, fixed_shape({s.b, s.hkv, s.s, s.dv}));
-  const int zero = g.add_input("zero", index, fixed_shape({1}));
-  const int qkv = g.add_input("qkv", t, fixed_shape({s.b, s.t, s.h * s.d + s.hkv * (s.d + s.dv)}));
-  const int offset = g.add_input("offset", index, fixed_shape({static_cast<int64_t>(s.offsets.size())}));
   const Attrs seq = {{"axis", int64_t{2}}};
-  const int k_cache = g.add("dynamic_update_slice", "k_fill", {k_state, k_fill, zero}, seq);
-  const int v_cache = g.add("dynamic_update_slice", "v_fill", {v_state, v_fill, zero}, seq);
+  int k_cache = k_state, v_cache = v_state;
+  if (!s.settled) {
+    const int k_fill = g.add_input("k_fill", t, fixed_shape({s.b, s.hkv, s.s, s.d}));
+    const int v_fill = g.add_input("v_fill", t, fixed_shape({s.b, s.hkv, s.s, s.dv}));
+    const int zero = g.add_input("zero", index, fixed_shape({1}));
+    k_cache = g.add("dynamic_update_slice", "k_fill", {k_state, k_fill, zero}, seq);
+    v_cache = g.add("dynamic_update_slice", "v_fill", {v_state, v_fill, zero}, seq);
+  }
+  const Shape qkv_shape = {s.b, s.t, s.h * s.d + s.hkv * (s.d + s.dv)};
+  int qkv = g.add_input(s.settled ? "qkv_in" : "qkv", t, fixed_shape(qkv_shape));
+  if (s.settled) qkv = g.add("add", "qkv", {qkv, qkv});
+  const int offset = g.add_input("offset", index, fixed_shape({static_cast<int64_t>(s.offsets.size())}));
   const auto parts =
       g.add_node("split", "parts", {qkv},
                  {{"axis", int64_t{-1}}, {"sizes", std::vector<int64_t>{s.h * s.d, s.hkv * s.d, s.hkv * s.dv}}});
@@ -94,6 +104,10 @@ KILN_OP_CASES(kv_cache_attention) {
        "step_gpu_widths",
        false,
        1},
+      {2, 4, 2, 1, 40, 64, 64, {20, 39}, {21, 40}, "two_warps"},
+      {2, 4, 2, 1, 96, 64, 64, {40, 95}, {41, 96}, "settled_four_warps", false, 0, true},
+      {3, 1, 1, 1, 40, 48, 32, {33, 3, 39}, {34, 4, 40}, "settled_two_warps_d_dv", false, 0, true},
+      {3, 2, 2, 1, 20, 64, 64, {5, 0, 19}, {6, 1, 20}, "settled_one_warp_beam_kv_rows", false, 1, true},
   };
   std::vector<OpCase> cases;
   for (DType t : {DType::F32, DType::F16})
@@ -102,14 +116,19 @@ KILN_OP_CASES(kv_cache_attention) {
       OpCase c("kv_cache_attention", t, {s.b, s.h, s.t, s.d}, s.variant);
       const int k_state = c.graph.add_state("k_cache", t, fixed_shape({s.b, s.hkv, s.s, s.d}));
       const int v_state = c.graph.add_state("v_cache", t, fixed_shape({s.b, s.hkv, s.s, s.dv}));
-      const int k_fill = c.input("k_fill", t, {s.b, s.hkv, s.s, s.d});
-      const int v_fill = c.input("v_fill", t, {s.b, s.hkv, s.s, s.dv});
-      const int zero = c.input_values("zero", index, {1}, {0});
-      const int qkv = c.input("qkv", t, {s.b, s.t, s.h * s.d + s.hkv * (s.d + s.dv)});
+      int k_cache = k_state, v_cache = v_state;
+      if (!s.settled) {
+        const int k_fill = c.input("k_fill", t, {s.b, s.hkv, s.s, s.d});
+        const int v_fill = c.input("v_fill", t, {s.b, s.hkv, s.s, s.dv});
+        const int zero = c.input_values("zero", index, {1}, {0});
+        const Attrs seq = {{"axis", int64_t{2}}};
+        k_cache = c.graph.add("dynamic_update_slice", "k_fill", {k_state, k_fill, zero}, seq);
+        v_cache = c.graph.add("dynamic_update_slice", "v_fill", {v_state, v_fill, zero}, seq);
+      }
+      const Shape qkv_shape = {s.b, s.t, s.h * s.d + s.hkv * (s.d + s.dv)};
+      int qkv = c.input(s.settled ? "qkv_in" : "qkv", t, qkv_shape);
+      if (s.settled) qkv = c.graph.add("add", "qkv", {qkv, qkv});
       const int offset = c.input_values("offset", index, {static_cast<int64_t>(s.offsets.size())}, s.offsets);
-      const Attrs seq = {{"axis", int64_t{2}}};
-      const int k_cache = c.graph.add("dynamic_update_slice", "k_fill", {k_state, k_fill, zero}, seq);
-      const int v_cache = c.graph.add("dynamic_update_slice", "v_fill", {v_state, v_fill, zero}, seq);
       std::vector<int> in = {k_cache, v_cache, qkv, offset};
       in.push_back(s.kv_length.empty() ? -1 : c.input_values("kv_length", index, {s.b}, s.kv_length));
       in.push_back(s.kv_rows ? c.input_values("kv_rows", index, {s.b, s.s}, kv_rows_table(s)) : -1);
