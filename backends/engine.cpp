@@ -475,11 +475,16 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
   };
   // Settled inputs: no node of the run writes them before this one, and a kernel of the run
   // on the same backend comes before it (which waited for the last run's kernels to end: the
-  // first kernel of a run may start while the last run's last one runs).
+  // first kernel of a run may start while the last run's last one runs). A view (reshape) does
+  // neither: it writes nothing and launches nothing. (Until 2026-12-07 a view counted as a write
+  // of its root: a decoder step's position, reshaped for the embedding, was then never settled,
+  // and its self-attention kernels all waited before their first load.)
   std::vector<bool> written(nv, false);  // the roots of the values the nodes so far write
   std::vector<bool> kernel_before(nb, false);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
+    bool view = n.op != "copy" && !n.def().in_place() && !n.outputs.empty();
+    for (size_t o = 0; view && o < n.outputs.size(); ++o) view = n.def().aliases_input(static_cast<int>(o)) >= 0;
     KernelArgs& a = plan.args[i];
     a.node = &n;
     a.stream = backends[node_backend[i]]->stream();
@@ -497,9 +502,9 @@ void Engine::Impl::make_plan(Plan& plan, const std::string& key, const Bindings&
     }
     for (int v : n.outputs) {
       a.outputs.push_back({plan.ptr[v], values[v].dtype, plan.shapes[v]});
-      written[root[v]] = true;
+      if (!view) written[root[v]] = true;
     }
-    if (kernels[i]) kernel_before[node_backend[i]] = true;
+    if (kernels[i] && !view) kernel_before[node_backend[i]] = true;
     if (!kernels[i]) continue;
     // Room for every variant the cap allows, and always for the default (a kernel's only way).
     for (int var = 0; var < kernels[i]->variants(); ++var) {

@@ -118,9 +118,9 @@ class SettledInputs : public CpuBackend {
 };
 
 // Constants, graph inputs and states that no earlier node writes are settled (a GPU kernel may
-// read them before its predecessor ends), except for the run's first node (whose predecessor may
-// be the last run's last kernel); activations, and a state after a node updated it in place,
-// are not.
+// read them before its predecessor ends), except for the run's first node that launches anything
+// (whose predecessor may be the last run's last kernel); activations, and a state after a node
+// updated it in place, are not. A view (reshape) neither writes its input nor launches anything.
 TEST(EnginePlanning, KernelsAreToldWhichInputsNoEarlierNodeWrites) {
   ModelDefinition def;
   GraphBuilder b(def);
@@ -128,12 +128,17 @@ TEST(EnginePlanning, KernelsAreToldWhichInputsNoEarlierNodeWrites) {
   const int memory = b.graph().add_state("memory", DType::F32, {{0, "batch"}, {4, ""}, {2, ""}});
   const int pos = b.input("position", DType::I64, {{1, ""}});
   const int row = b.input("row", DType::F32, {{0, "batch"}, {1, ""}, {2, ""}});
-  const int doubled = b.op("add", "doubled", {row, row});
+  const auto view = [&](const std::string& name, int x, std::vector<int64_t> shape) {
+    return b.op("reshape", name, {x}, {{"shape", std::move(shape)}});
+  };
+  const int row_view = view("row_view", row, {-1, 1, 2});  // the run's first node
+  const int doubled = b.op("add", "doubled", {row_view, row});
   const auto sum = [&](const std::string& name, int x) {
     return b.op("reduce", name, {x}, {{"op", std::string("sum")}, {"axes", std::vector<int64_t>{1}}});
   };
   b.output("read", sum("read", memory));
-  const int updated = b.op("dynamic_update_slice", "append", {state, doubled, pos}, {{"axis", int64_t{1}}});
+  const int updated =
+      b.op("dynamic_update_slice", "append", {state, doubled, view("position_view", pos, {1})}, {{"axis", int64_t{1}}});
   b.output("after", sum("after", updated));
   def.validate();
   auto backend = std::make_shared<SettledInputs>();
@@ -145,9 +150,10 @@ TEST(EnginePlanning, KernelsAreToldWhichInputsNoEarlierNodeWrites) {
       engine.run({HostTensor::from_i64("position", {1}, {1}), HostTensor::from_f32("row", {2, 1, 2}, values)});
   EXPECT_EQ(out.at(1).as<float>()[0], 2.0f) << "the appended row, doubled";
   using Flags = std::vector<bool>;
-  EXPECT_EQ(backend->seen.at("doubled"), (Flags{false, false})) << "the run's first node";
+  EXPECT_EQ(backend->seen.at("doubled"), (Flags{false, false})) << "the run's first node that launches anything";
   EXPECT_EQ(backend->seen.at("read"), (Flags{true})) << "a state no node writes";
-  EXPECT_EQ(backend->seen.at("append"), (Flags{true, false, true})) << "the state it updates, an activation, an input";
+  EXPECT_EQ(backend->seen.at("append"), (Flags{true, false, true}))
+      << "the state it updates, an activation, an input through a view";
   EXPECT_EQ(backend->seen.at("after"), (Flags{false})) << "a state an earlier node updated";
 }
 
