@@ -26,6 +26,7 @@
 #include "backends/cuda/attention_step.cuh"
 #include "backends/cuda/float_io.cuh"
 #include "backends/cuda/launch.cuh"
+#include "backends/cuda/ptx.cuh"
 
 namespace kiln::cuda {
 
@@ -37,6 +38,18 @@ using float_io::to_f32;
 constexpr int kWarps = 4;
 constexpr unsigned kFull = 0xffffffffu;
 
+// 16 bytes of fp16 as 8 floats.
+__device__ __forceinline__ void unpack8(uint4 u, float (&out)[8]) {
+  Half8 b;
+  b.u = u;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 f = __half22float2(b.h2[e]);
+    out[2 * e] = f.x;
+    out[2 * e + 1] = f.y;
+  }
+}
+
 // x[c + e] for e < 8 as floats: with VEC one or two 16-byte loads (the caller has checked that
 // rows are a multiple of 8 values, 16-byte aligned, and c + 8 <= n), else element by element,
 // zeros at and past n.
@@ -44,14 +57,7 @@ template <bool VEC, typename T>
 __device__ __forceinline__ void load8(const T* x, int64_t c, int64_t n, float (&out)[8]) {
   if constexpr (VEC) {
     if constexpr (std::is_same_v<T, __half>) {
-      Half8 b;
-      b.u = *reinterpret_cast<const uint4*>(x + c);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 f = __half22float2(b.h2[e]);
-        out[2 * e] = f.x;
-        out[2 * e + 1] = f.y;
-      }
+      unpack8(*reinterpret_cast<const uint4*>(x + c), out);
     } else {
       const float4 a = *reinterpret_cast<const float4*>(x + c), b = *reinterpret_cast<const float4*>(x + c + 4);
       out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w, out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
@@ -111,9 +117,11 @@ __device__ __forceinline__ void copy_row(const T* from, T* to, int64_t n, int la
 //
 // Where every input but q is settled (AttentionArgs::settled) and rows are fp16 vectors of heads
 // up to 64 wide, the warp's first chunk of keys (their cache rows, kv_rows' and offset's entries,
-// kv_length) is read before the kernel waits for its predecessor (the projection that writes q):
-// a decoder step's attention, a chain of dependent loads of a few bytes each, then waits for its
-// query alone. Keys new this call come from the projection after the wait.
+// kv_length) is read before the kernel waits for its predecessor (the projection that writes q),
+// and the chunk's value rows are copied into shared memory (cp.async, 16 KiB a block): a decoder
+// step's attention, a chain of dependent loads of a few bytes each, then waits for its query
+// alone and finds its first values on chip. Keys and values new this call come from the
+// projection after the wait.
 template <typename T, int D, int W, bool VEC, bool kAppend>
 __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(AttentionArgs p) {
   constexpr int L = D / 8;   // lanes per key row
@@ -164,7 +172,10 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
                          : row_of(k, p, base, from[t], key_row(j0, t, seen), p.d);
   };
   int64_t seen = 0;
-  Half8 early_keys[L];                       // with `early`, the first chunk's key rows (this lane's columns)
+  Half8 early_keys[L];  // with `early`, the first chunk's key rows (this lane's columns)
+  // With `early`, the first chunk's value rows (this lane's columns), copied into shared memory
+  // (cp.async: no registers held across the wait).
+  __shared__ uint4 early_values[kPrefetch ? kWarps : 1][kPrefetch ? L : 1][32];
   const int64_t first = int64_t{part} * 32;  // the warp's first chunk
   if (valid) {
     const int64_t len = kv_limit(p, b, h == 0 && i == 0 && threadIdx.x % (32 * W) == 0);
@@ -175,50 +186,60 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
 #pragma unroll
         for (int t = 0; t < L; ++t)
           if (fresh[t] < 0 && k_columns) early_keys[t].u = *reinterpret_cast<const uint4*>(key_at(first, t, seen) + c);
+#pragma unroll
+        for (int t = 0; t < L; ++t)
+          if (fresh[t] < 0 && v_columns)
+            ptx::copy_async16(&early_values[warp][t][lane],
+                              row_of(v, p, base, from[t], key_row(first, t, seen), p.dv) + c, 16);
+        ptx::copy_async_commit();
       }
     }
   }
+  // kv_cache_attention: the first query head of each kv head writes position i's new key and
+  // value into the caches (a warp of its row). Nothing in this launch reads them there (new keys
+  // come from the projection). Where registers allow (kPrefetch's form: fp16 heads of up to 64
+  // in 16-byte loads) it does so last: written first, their load and store held up the warp's
+  // attention (at the end the rows are in L1, read by the attention). Wider heads write first,
+  // as the values this keeps live until the end would spill.
+  constexpr bool kWriteLast = kPrefetch;
+  auto write_new_position = [&] {
+    if (!kAppend || h % (p.heads / p.kv_heads) != 0 || part != 0) return;
+    const int64_t at = new_keys_at(p, b);
+    if (at >= 0) {
+      const T* from_row = new_keys<T>(p, b, i);
+      const int64_t cell = (b * p.kv_heads + g) * p.sk + at + i;
+      copy_row<VEC>(from_row + g * p.d, static_cast<T*>(p.k_out) + cell * p.d, p.d, lane);
+      copy_row<VEC>(from_row + p.kv_heads * p.d + g * p.dv, static_cast<T*>(p.v_out) + cell * p.dv, p.dv, lane);
+    } else if (h == 0 && i == 0 && lane == 0) {
+      atomicOr(p.error, p.offset_error_bit);
+    }
+  };
   if (early) wait_for_predecessor();
   if (valid) {
+    if constexpr (!kWriteLast) write_new_position();
     const T* q = kAppend ? static_cast<const T*>(p.q) + (b * p.sq + i) * p.q_stride + h * p.d
                          : static_cast<const T*>(p.q) + row * p.d;
-    // kv_cache_attention: the first query head of each kv head writes position i's new key and
-    // value into the caches (a warp of its row). Nothing in this launch reads them there.
-    if (kAppend && h % (p.heads / p.kv_heads) == 0 && part == 0) {
-      const int64_t at = new_keys_at(p, b);
-      if (at >= 0) {
-        const T* from_row = new_keys<T>(p, b, i);
-        const int64_t cell = (b * p.kv_heads + g) * p.sk + at + i;
-        copy_row<VEC>(from_row + g * p.d, static_cast<T*>(p.k_out) + cell * p.d, p.d, lane);
-        copy_row<VEC>(from_row + p.kv_heads * p.d + g * p.dv, static_cast<T*>(p.v_out) + cell * p.dv, p.dv, lane);
-      } else if (h == 0 && i == 0 && lane == 0) {
-        atomicOr(p.error, p.offset_error_bit);
-      }
-    }
     const int64_t mask_at_row = b * p.mask_strides[0] + h * p.mask_strides[1] + i * p.mask_strides[2];
     const void* mask =
         p.mask ? static_cast<const char*>(p.mask) + (p.mask_type == DType::F16 ? 2 : 4) * mask_at_row : nullptr;
     float qc[8] = {};
     if (k_columns) load8<VEC>(q, c, p.d, qc);
     // One chunk of keys: scores, the running max and sum, the weighted values. `fetched`: the
-    // chunk's keys were located and loaded before the wait (early_keys). A separate copy of the
-    // code for it, so that early_keys' registers are free in the loop.
+    // chunk's keys were located and loaded before the wait (early_keys), its value rows copied
+    // into early_values. A separate copy of the code for it, so that early_keys' registers are
+    // free in the loop.
     auto chunk = [&](int64_t j0, auto fetched) {
       constexpr bool kFetched = decltype(fetched)::value;
-      if constexpr (!kFetched) locate(j0, seen);
+      if constexpr (kFetched)
+        ptx::copy_async_wait_all();  // this lane's early_values, issued before the wait
+      else
+        locate(j0, seen);
       float score[L];
 #pragma unroll
       for (int t = 0; t < L; ++t) {
         float x[8] = {};
         if (kFetched && fresh[t] < 0) {
-          if (k_columns) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const float2 f = __half22float2(early_keys[t].h2[e]);
-              x[2 * e] = f.x;
-              x[2 * e + 1] = f.y;
-            }
-          }
+          if (k_columns) unpack8(early_keys[t].u, x);
         } else if (k_columns) {
           load8<VEC>(key_at(j0, t, seen), c, p.d, x);
         }
@@ -256,9 +277,16 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
         const float w = expf(score[t] - new_max);  // 0 for -inf scores
         sum += w;
         float x[8];
-        const T* value_at = fresh[t] >= 0 ? new_keys<T>(p, from[t], fresh[t]) + p.kv_heads * p.d + g * p.dv
-                                          : row_of(v, p, base, from[t], key_row(j0, t, seen), p.dv);
-        load8<VEC>(value_at, c, p.dv, x);
+        bool staged = false;  // the value row is in early_values
+        if constexpr (kFetched) {
+          staged = fresh[t] < 0;
+          if (staged) unpack8(early_values[warp][t][lane], x);
+        }
+        if (!staged) {
+          const T* value_at = fresh[t] >= 0 ? new_keys<T>(p, from[t], fresh[t]) + p.kv_heads * p.d + g * p.dv
+                                            : row_of(v, p, base, from[t], key_row(j0, t, seen), p.dv);
+          load8<VEC>(value_at, c, p.dv, x);
+        }
         // A key of weight 0 adds nothing, even where its value row is not finite.
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[e] = w == 0.0f ? acc[e] : fmaf(w, x[e], acc[e]);
@@ -281,10 +309,13 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
     }
   }
   if constexpr (W == 1) {
-    if (!valid || group != 0) return;
+    if (!valid) return;
+    if (group == 0) {
 #pragma unroll
-    for (int e = 0; e < 8; ++e)
-      if (c + e < p.dv) store(static_cast<T*>(p.y) + row * p.dv + c + e, max == -INFINITY ? 0.0f : acc[e] / sum);
+      for (int e = 0; e < 8; ++e)
+        if (c + e < p.dv) store(static_cast<T*>(p.y) + row * p.dv + c + e, max == -INFINITY ? 0.0f : acc[e] / sum);
+    }
+    if constexpr (kWriteLast) write_new_position();
   } else {
     __shared__ float part_acc[kWarps][D];
     __shared__ float part_max[kWarps], part_sum[kWarps];
@@ -314,6 +345,7 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_step_kernel(Attentio
       }
       store(static_cast<T*>(p.y) + row * p.dv + col, top == -INFINITY ? 0.0f : total / weight);
     }
+    if constexpr (kWriteLast) write_new_position();
   }
 }
 
