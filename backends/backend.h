@@ -20,9 +20,9 @@ struct TensorRef {
   DType dtype = DType::F32;
   Shape shape;
   // An input that no node of the run writes before this one reads it (a constant, a graph input,
-  // a state as the last run left it), read by a node that is not the run's first: a GPU kernel
-  // may read it before it waits for its predecessor (backends/cuda/launch.cuh), which a decoder
-  // step's attention does.
+  // a state as the last run left it; views such as reshape write nothing), read by a node after
+  // the run's first that launches anything: a GPU kernel may read it before it waits for its
+  // predecessor (backends/cuda/launch.cuh), which a decoder step's attention does.
   bool settled = false;
   int64_t numel() const;
   size_t bytes() const;
