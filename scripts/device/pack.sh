@@ -7,9 +7,12 @@
 #                                    # timm reference inputs and logits, 24 calibration images
 #   scripts/device/pack.sh STAGE b   # accuracy: held-out shards, CPU fp32 reference logits, fp16 and
 #                                    # FP8 bundles (calibrated here on 500 images)
-#   scripts/device/pack.sh STAGE s   # encoder-decoders: the GPU tests and op harness, the seq2seq
+#   scripts/device/pack.sh STAGE s   # encoder-decoders (run-s.sh): the GPU tests and op harness, the seq2seq
 #                                    # fixtures with transformers' references, the WMT22 text and
 #                                    # kiln's token ids of it (check_tokenizers.py compares them there)
+#   scripts/device/pack.sh STAGE t   # encoder-decoder timing only (run-s.sh): kiln, the fixtures'
+#                                    # tokenizer files (seq2seq_speed.py builds random models of the
+#                                    # real sizes with them) and WMT22's English side (1 MB)
 #   scripts/device/pack.sh STAGE y   # detection: the GPU tests (yolov10's too) and op harness, the 128
 #                                    # val2017 images; with ULTRALYTICS=DIR also that `ultralytics/`
 #                                    # package (THU-MIG/yolov10's, run from source by the reference
@@ -124,6 +127,14 @@ PY
       done
     done
     rm -r "$out/bundles"  # the tests build their own there
+    ;;
+  t)
+    mkdir -p "$out/data/checkpoints/marian-tiny-en-de" "$out/data/checkpoints/bart-tiny-lead" "$out/data/data/text"
+    cp "$shared"/checkpoints/marian-tiny-en-de/{source.spm,target.spm,tokenizer_config.json,vocab.json} \
+      "$out/data/checkpoints/marian-tiny-en-de/"
+    cp "$shared"/checkpoints/bart-tiny-lead/{merges.txt,tokenizer_config.json,vocab.json} "$out/data/checkpoints/bart-tiny-lead/"
+    cp "$shared/data/text/wmt22.en-de.en" "$out/data/data/text/"
+    rm -r "$out/bundles"
     ;;
   y)
     mkdir -p "$out/data/data"
