@@ -48,6 +48,15 @@ int OpCase::input_values(const std::string& n, DType dtype, const Shape& shape, 
   return graph.add_input(n, dtype, fixed_shape(shape));
 }
 
+int OpCase::state(const std::string& n, DType dtype, const Shape& shape, double scale) {
+  std::vector<float> v(static_cast<size_t>(numel(shape)));
+  std::normal_distribution<float> d(0.0f, static_cast<float>(scale));
+  for (auto& x : v) x = d(rng);
+  inputs.push_back(make_tensor(n, dtype, shape, v));
+  if (dtype == DType::F32) fp16_precision = false;
+  return graph.add_state(n, dtype, fixed_shape(shape));
+}
+
 int OpCase::constant(const std::string& n, DType dtype, const Shape& shape, double scale) {
   std::vector<float> v(static_cast<size_t>(numel(shape)));
   std::normal_distribution<float> d(0.0f, static_cast<float>(scale));

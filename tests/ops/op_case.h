@@ -53,6 +53,11 @@ struct OpCase {
             int64_t hi = 2);
   // Adds an input with given values (converted to dtype).
   int input_values(const std::string& name, DType dtype, const Shape& shape, const std::vector<float>& values);
+  // Adds a state that the run starts from seeded normal(0, scale) contents, given with the
+  // inputs (an engine sets a state named among them before the run): a state no node of the
+  // run writes. Inputs keep their type under fp16, states do not, so an f32 case with one skips
+  // the fp16 GPU configuration (fp16_precision).
+  int state(const std::string& name, DType dtype, const Shape& shape, double scale = 1.0);
   // Adds a constant filled with seeded normal(0, scale) values (stored as f32, or i64 for integer dtypes).
   int constant(const std::string& name, DType dtype, const Shape& shape, double scale = 1.0);
   int constant_values(const std::string& name, DType dtype, const Shape& shape, const std::vector<float>& values);

@@ -6,10 +6,10 @@
 // causal, the last position of the cache, a decoder step of the GPU's widths, and kv_rows
 // tables: beam search's (a row's history in other rows, its new position its own) and one where
 // rows read other rows' new positions (as if every row were written before any is read; the GPU
-// kernel reads new positions from the projection). "Settled" cases feed the states straight in
-// (no fill: the history is the zeros the harness starts states with) and make qkv with a node
-// before the attention, as a decoder step does: the GPU kernel then reads its first keys and
-// values before it waits for that node (TensorRef::settled), with 1, 2 and 4 warps a row.
+// kernel reads new positions from the projection). "Settled" cases start the states from random
+// contents given with the inputs (no node writes them) and make qkv with a node before the
+// attention, as a decoder step does: the GPU kernel then reads its first keys and values before
+// it waits for that node (TensorRef::settled), with 1, 2 and 4 warps a row.
 #include "core/dtype.h"
 #include "tests/ops/op_case.h"
 
@@ -23,7 +23,7 @@ struct CacheShape {
   const char* variant;
   bool causal = false;
   int kv_rows = 0;       // 0: none; 1: beam search's table; 2: rows reading others' new positions
-  bool settled = false;  // states unfilled, qkv made by a node (qkv_in + qkv_in)
+  bool settled = false;  // states given with the inputs, qkv made by a node (qkv_in + qkv_in)
 };
 
 // Row b's history from row (b + j) mod B at positions before its new ones; its new positions its
@@ -114,8 +114,11 @@ KILN_OP_CASES(kv_cache_attention) {
     for (const CacheShape& s : shapes) {
       const DType index = s.kv_rows == 1 ? DType::I32 : DType::I64;
       OpCase c("kv_cache_attention", t, {s.b, s.h, s.t, s.d}, s.variant);
-      const int k_state = c.graph.add_state("k_cache", t, fixed_shape({s.b, s.hkv, s.s, s.d}));
-      const int v_state = c.graph.add_state("v_cache", t, fixed_shape({s.b, s.hkv, s.s, s.dv}));
+      const Shape k_shape = {s.b, s.hkv, s.s, s.d}, v_shape = {s.b, s.hkv, s.s, s.dv};
+      const int k_state =
+          s.settled ? c.state("k_cache", t, k_shape) : c.graph.add_state("k_cache", t, fixed_shape(k_shape));
+      const int v_state =
+          s.settled ? c.state("v_cache", t, v_shape) : c.graph.add_state("v_cache", t, fixed_shape(v_shape));
       int k_cache = k_state, v_cache = v_state;
       if (!s.settled) {
         const int k_fill = c.input("k_fill", t, {s.b, s.hkv, s.s, s.d});
