@@ -39,4 +39,16 @@ union Half8 {
   __half h[8];
 };
 
+// 16 bytes of fp16 as 8 floats.
+__device__ __forceinline__ void unpack8(const uint4& u, float (&out)[8]) {
+  Half8 b;
+  b.u = u;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 f = __half22float2(b.h2[e]);
+    out[2 * e] = f.x;
+    out[2 * e + 1] = f.y;
+  }
+}
+
 }  // namespace kiln::cuda

@@ -38,18 +38,6 @@ using float_io::to_f32;
 constexpr int kWarps = 4;
 constexpr unsigned kFull = 0xffffffffu;
 
-// 16 bytes of fp16 as 8 floats.
-__device__ __forceinline__ void unpack8(uint4 u, float (&out)[8]) {
-  Half8 b;
-  b.u = u;
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const float2 f = __half22float2(b.h2[e]);
-    out[2 * e] = f.x;
-    out[2 * e + 1] = f.y;
-  }
-}
-
 // x[c + e] for e < 8 as floats: with VEC one or two 16-byte loads (the caller has checked that
 // rows are a multiple of 8 values, 16-byte aligned, and c + 8 <= n), else element by element,
 // zeros at and past n.

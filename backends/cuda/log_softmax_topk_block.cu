@@ -92,17 +92,8 @@ __device__ __forceinline__ int64_t above_in(const uint64_t* a, int64_t k, uint64
 
 __device__ __forceinline__ bool banned_at(const uint32_t* bits, int64_t j) { return (bits[j >> 5] >> (j & 31)) & 1u; }
 
-__device__ __forceinline__ void unpack(const uint4& w, float (&v)[8]) {
-  Half8 h;
-  h.u = w;
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const float2 f = __half22float2(h.h2[e]);
-    v[2 * e] = f.x;
-    v[2 * e + 1] = f.y;
-  }
-}
-__device__ __forceinline__ void unpack(const uint4& w, float (&v)[4]) {
+// 16 bytes of fp32 as 4 floats (unpack8 is the fp16 one).
+__device__ __forceinline__ void unpack4(const uint4& w, float (&v)[4]) {
   v[0] = __uint_as_float(w.x), v[1] = __uint_as_float(w.y), v[2] = __uint_as_float(w.z), v[3] = __uint_as_float(w.w);
 }
 
@@ -129,7 +120,11 @@ __device__ __forceinline__ void for_entries(const T* x, int64_t n, int64_t first
       const int64_t i = i0 + u * stride;
       if (i >= vectors) continue;
       float v[V];
-      unpack(w[u], v);
+      if constexpr (V == 8) {
+        unpack8(w[u], v);
+      } else {
+        unpack4(w[u], v);
+      }
 #pragma unroll
       for (int e = 0; e < V; ++e) f(v[e], head + i * V + e);
     }
