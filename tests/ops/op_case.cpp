@@ -34,8 +34,7 @@ OpCase::OpCase(std::string op_, DType dtype, const Shape& shape, const std::stri
 int OpCase::input(const std::string& n, DType dtype, const Shape& shape, double scale, int64_t lo, int64_t hi) {
   std::vector<float> v(static_cast<size_t>(numel(shape)));
   if (is_float(dtype)) {
-    std::normal_distribution<float> d(0.0f, static_cast<float>(scale));
-    for (auto& x : v) x = d(rng);
+    v = normal(shape, scale);
   } else {
     std::uniform_int_distribution<int64_t> d(dtype == DType::Bool ? 0 : lo, dtype == DType::Bool ? 1 : hi - 1);
     for (auto& x : v) x = static_cast<float>(d(rng));
@@ -49,18 +48,15 @@ int OpCase::input_values(const std::string& n, DType dtype, const Shape& shape, 
 }
 
 int OpCase::state(const std::string& n, DType dtype, const Shape& shape, double scale) {
-  std::vector<float> v(static_cast<size_t>(numel(shape)));
-  std::normal_distribution<float> d(0.0f, static_cast<float>(scale));
-  for (auto& x : v) x = d(rng);
-  inputs.push_back(make_tensor(n, dtype, shape, v));
+  inputs.push_back(make_tensor(n, dtype, shape, normal(shape, scale)));
   if (dtype == DType::F32) fp16_precision = false;
   return graph.add_state(n, dtype, fixed_shape(shape));
 }
 
 int OpCase::constant(const std::string& n, DType dtype, const Shape& shape, double scale) {
-  std::vector<float> v(static_cast<size_t>(numel(shape)));
-  std::normal_distribution<float> d(0.0f, static_cast<float>(scale));
-  for (auto& x : v) x = is_float(dtype) ? d(rng) : std::round(std::fabs(d(rng)));
+  std::vector<float> v = normal(shape, scale);
+  if (!is_float(dtype))
+    for (auto& x : v) x = std::round(std::fabs(x));
   return constant_values(n, dtype, shape, v);
 }
 
@@ -70,11 +66,15 @@ int OpCase::constant_values(const std::string& n, DType dtype, const Shape& shap
 }
 
 int OpCase::constant_stored_f16(const std::string& n, const Shape& shape, double scale) {
+  constants[n] = make_tensor(n, DType::F16, shape, normal(shape, scale));
+  return graph.add_constant(n, DType::F32, shape);
+}
+
+std::vector<float> OpCase::normal(const Shape& shape, double scale) {
   std::vector<float> v(static_cast<size_t>(numel(shape)));
   std::normal_distribution<float> d(0.0f, static_cast<float>(scale));
   for (auto& x : v) x = d(rng);
-  constants[n] = make_tensor(n, DType::F16, shape, v);
-  return graph.add_constant(n, DType::F32, shape);
+  return v;
 }
 
 void OpCase::output(int value, const std::string& n) {

@@ -67,6 +67,9 @@ struct OpCase {
   void output(int value, const std::string& name = "");
 
   std::mt19937 rng;
+
+ private:
+  std::vector<float> normal(const Shape& shape, double scale);  // seeded normal(0, scale) values
 };
 
 using OpCaseMaker = std::vector<OpCase> (*)();
