@@ -32,13 +32,10 @@ OpCase::OpCase(std::string op_, DType dtype, const Shape& shape, const std::stri
 }
 
 int OpCase::input(const std::string& n, DType dtype, const Shape& shape, double scale, int64_t lo, int64_t hi) {
+  if (is_float(dtype)) return input_values(n, dtype, shape, normal(shape, scale));
   std::vector<float> v(static_cast<size_t>(numel(shape)));
-  if (is_float(dtype)) {
-    v = normal(shape, scale);
-  } else {
-    std::uniform_int_distribution<int64_t> d(dtype == DType::Bool ? 0 : lo, dtype == DType::Bool ? 1 : hi - 1);
-    for (auto& x : v) x = static_cast<float>(d(rng));
-  }
+  std::uniform_int_distribution<int64_t> d(dtype == DType::Bool ? 0 : lo, dtype == DType::Bool ? 1 : hi - 1);
+  for (auto& x : v) x = static_cast<float>(d(rng));
   return input_values(n, dtype, shape, v);
 }
 

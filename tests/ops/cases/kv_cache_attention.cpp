@@ -114,11 +114,12 @@ KILN_OP_CASES(kv_cache_attention) {
     for (const CacheShape& s : shapes) {
       const DType index = s.kv_rows == 1 ? DType::I32 : DType::I64;
       OpCase c("kv_cache_attention", t, {s.b, s.h, s.t, s.d}, s.variant);
-      const Shape k_shape = {s.b, s.hkv, s.s, s.d}, v_shape = {s.b, s.hkv, s.s, s.dv};
-      const int k_state =
-          s.settled ? c.state("k_cache", t, k_shape) : c.graph.add_state("k_cache", t, fixed_shape(k_shape));
-      const int v_state =
-          s.settled ? c.state("v_cache", t, v_shape) : c.graph.add_state("v_cache", t, fixed_shape(v_shape));
+      // Settled: the state starts from random contents; otherwise a fill node writes it.
+      const auto cache = [&](const std::string& name, const Shape& shape) {
+        return s.settled ? c.state(name, t, shape) : c.graph.add_state(name, t, fixed_shape(shape));
+      };
+      const int k_state = cache("k_cache", {s.b, s.hkv, s.s, s.d});
+      const int v_state = cache("v_cache", {s.b, s.hkv, s.s, s.dv});
       int k_cache = k_state, v_cache = v_state;
       if (!s.settled) {
         const int k_fill = c.input("k_fill", t, {s.b, s.hkv, s.s, s.d});
