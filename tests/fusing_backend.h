@@ -35,6 +35,7 @@ class FusingBackend : public CpuBackend {
     fuse_norm_linear(g, c);
     fuse_log_softmax_topk(g, c);
     fuse_kv_cache_attention(g, c);
+    fuse_qkv_attention(g, c);
   }
 
  private:

@@ -1,6 +1,8 @@
 // The rewrites a GPU applies (graph/rewrites/), checked on the CPU: a stand-in backend applies
 // them with the CPU's kernels, which run every fused form, so the rewritten graph must compute
 // what the original computes. CI thereby checks every fusion the CUDA backend relies on.
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "checkpoints/safetensors.h"
@@ -48,8 +50,8 @@ TEST(Rewrites, TheMBConvPathFusesAndComputesTheSame) {
 }
 
 // A decoder step's head splits and merges move only the step's dim of 1: views, no transposes
-// left; the step's answers stay the same over several steps of its cache. The encoder's move
-// the sequence dim: they stay.
+// left; the step's answers stay the same over several steps of its cache. (The encoder's move
+// the sequence dim: its attention reads them in place, below.)
 TEST(Rewrites, DecoderStepTransposesBecomeViews) {
   const auto def = test::tiny_transformer();
   Engine reference(def.graph("decoder_step"), def.constants(), EngineOptions{"cpu"});
@@ -65,7 +67,40 @@ TEST(Rewrites, DecoderStepTransposesBecomeViews) {
     const auto want = reference.run(in)[0].to_f32(), got = fused->run(in)[0].to_f32();
     EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-5) << "step " << t;
   }
-  EXPECT_EQ(op_counts(*fusing_engine(def, false, "encoder"))["transpose"], 8);
+}
+
+// Self-attention without a cache (the encoder, with its padding mask; the whole-sequence decoder,
+// causal) takes its layer's split and the head moves around it: one qkv_attention node a layer
+// reading the stacked projection and writing the heads merged, no split or transpose left. The
+// answers stay the graph's as built, masked positions included.
+TEST(Rewrites, ASelfAttentionReadsItsStackedProjection) {
+  const auto def = test::tiny_transformer();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const char* graph : {"encoder", "decoder"}) {
+    const bool encoder = std::string(graph) == "encoder";
+    auto fused = fusing_engine(def, false, graph);
+    const auto ops = op_counts(*fused);
+    EXPECT_EQ(ops.at("qkv_attention"), 2) << graph;
+    for (const char* gone : {"attention", "split", "transpose"}) EXPECT_EQ(ops.count(gone), 0u) << graph << " " << gone;
+    Engine reference(def.graph(graph), def.constants(), EngineOptions{"cpu"});
+    for (int64_t seq : {1, 9, 70}) {
+      std::vector<int64_t> ids(2 * seq), positions(seq);
+      for (int64_t i = 0; i < seq; ++i) {
+        positions[i] = i;
+        ids[i] = (3 * i + 1) % 50;
+        ids[seq + i] = (7 * i + 4) % 50;
+      }
+      std::vector<HostTensor> in = {HostTensor::from_i64("ids", {2, seq}, ids),
+                                    HostTensor::from_i64("positions", {seq}, positions)};
+      if (encoder) {
+        std::vector<float> mask(2 * seq, 0.0f);
+        for (int64_t i = seq / 2 + 1; i < seq; ++i) mask[seq + i] = -inf;  // row 1 padded
+        in.push_back(HostTensor::from_f32("mask", {2, seq}, mask));
+      }
+      const auto want = reference.run(in)[0].to_f32(), got = fused->run(in)[0].to_f32();
+      EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-5) << graph << " " << seq;
+    }
+  }
 }
 
 // A decoder step's self-attention takes its layer's split and two cache writes: one

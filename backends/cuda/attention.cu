@@ -42,19 +42,19 @@ constexpr int kColumns = 256;            // output columns per warp
 constexpr int kPerLane = kColumns / 32;  // accumulators per lane
 constexpr unsigned kFull = 0xffffffffu;
 
-// score[r] = q_r . k in fp32 for the query rows q_r = q + r * d, r < rows <= R (zeros for the
+// score[r] = q_r . k in fp32 for the query rows q_r = q + r * q_row, r < rows <= R (zeros for the
 // other rows, and where !valid: the lane's key is past the keys walked; k is not read then). Aligned fp16 rows of a
 // multiple of 8 (every head size in use) are read 16 bytes at a time: each lane walks its own key's row, so scalar
 // loads would touch 32 rows per instruction eight times as often; every q_r is read by all lanes at the same address (a
 // broadcast).
 template <typename T, int R>
-__device__ __forceinline__ void dot_products(const T* q, const T* k, int64_t d, bool valid, int rows,
+__device__ __forceinline__ void dot_products(const T* q, int64_t q_row, const T* k, int64_t d, bool valid, int rows,
                                              float (&score)[R]) {
 #pragma unroll
   for (int r = 0; r < R; ++r) score[r] = 0.0f;
   if (!valid) return;
   if constexpr (std::is_same_v<T, __half>) {
-    if (d % 8 == 0 && aligned16(q, k)) {
+    if (d % 8 == 0 && q_row % 8 == 0 && aligned16(q, k)) {
       for (int64_t c = 0; c < d; c += 8) {
         Half8 b;
         b.u = *reinterpret_cast<const uint4*>(k + c);
@@ -65,7 +65,7 @@ __device__ __forceinline__ void dot_products(const T* q, const T* k, int64_t d, 
         for (int r = 0; r < R; ++r) {
           if (r >= rows) break;
           Half8 a;
-          a.u = *reinterpret_cast<const uint4*>(q + r * d + c);
+          a.u = *reinterpret_cast<const uint4*>(q + r * q_row + c);
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const float2 x = __half22float2(a.h2[e]);
@@ -81,7 +81,7 @@ __device__ __forceinline__ void dot_products(const T* q, const T* k, int64_t d, 
     const float kc = to_f32(k[c]);
 #pragma unroll
     for (int r = 0; r < R; ++r)
-      if (r < rows) score[r] = fmaf(to_f32(q[r * d + c]), kc, score[r]);
+      if (r < rows) score[r] = fmaf(to_f32(q[r * q_row + c]), kc, score[r]);
   }
 }
 
@@ -103,11 +103,10 @@ __global__ void attention_kernel(AttentionArgs p) {
     walk = seen[r] > walk ? seen[r] : walk;
   }
   const int rows = p.sq - i0 < R ? static_cast<int>(p.sq - i0) : R;  // rows of the group inside sq
-  const int64_t row0 = (b * p.heads + h) * p.sq + i0;                // row r's q and y are rows row0 + r
-  const T* q = static_cast<const T*>(p.q) + row0 * p.d;
+  const T* q = static_cast<const T*>(p.q) + b * p.q_layout.batch + h * p.q_layout.head + i0 * p.q_layout.row;
   const int64_t base = kv_base(p, b);  // the row of k and v that k and v point into
-  const T* k = static_cast<const T*>(p.k) + (base * p.kv_heads + g) * p.sk * p.d;
-  const T* v = static_cast<const T*>(p.v) + (base * p.kv_heads + g) * p.sk * p.dv;
+  const T* k = static_cast<const T*>(p.k) + base * p.k_layout.batch + g * p.k_layout.head;
+  const T* v = static_cast<const T*>(p.v) + base * p.v_layout.batch + g * p.v_layout.head;
   const M* mask =
       p.mask ? static_cast<const M*>(p.mask) + b * p.mask_strides[0] + h * p.mask_strides[1] + i0 * p.mask_strides[2]
              : nullptr;
@@ -120,7 +119,8 @@ __global__ void attention_kernel(AttentionArgs p) {
     const int64_t j = j0 + lane;
     float score[R];
     const int64_t from = j < walk ? kv_batch(p, b, j) : base;  // the row of k and v holding this lane's key
-    dot_products<T, R>(q, k + (from - base) * p.kv_heads * p.sk * p.d + j * p.d, p.d, j < walk, rows, score);
+    dot_products<T, R>(q, p.q_layout.row, k + (from - base) * p.k_layout.batch + j * p.k_layout.row, p.d, j < walk,
+                       rows, score);
     float weight[R];
     bool any = false;  // whether a row of the warp has a key in this chunk (uniform over the warp)
 #pragma unroll
@@ -143,7 +143,7 @@ __global__ void attention_kernel(AttentionArgs p) {
     const int keys = walk - j0 < 32 ? static_cast<int>(walk - j0) : 32;
     for (int t = 0; t < keys; ++t) {
       const int64_t from_t = __shfl_sync(kFull, from, t);
-      const T* vj = v + (from_t - base) * p.kv_heads * p.sk * p.dv + (j0 + t) * p.dv;
+      const T* vj = v + (from_t - base) * p.v_layout.batch + (j0 + t) * p.v_layout.row;
       float vt[kPerLane];
 #pragma unroll
       for (int u = 0; u < kPerLane; ++u) {
@@ -161,7 +161,7 @@ __global__ void attention_kernel(AttentionArgs p) {
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     if (r >= rows) break;
-    T* y = static_cast<T*>(p.y) + (row0 + r) * p.dv;
+    T* y = static_cast<T*>(p.y) + b * p.y_layout.batch + h * p.y_layout.head + (i0 + r) * p.y_layout.row;
 #pragma unroll
     for (int u = 0; u < kPerLane; ++u) {
       const int64_t c = c0 + 32 * u;
@@ -187,7 +187,7 @@ void launch_rows(const AttentionArgs& p, cudaStream_t s) {
     launch_attention_mma(p, s);
   else if (p.sq >= 16)
     launch_typed<T, 4>(p, s);
-  else if (attention_step_fits(p))
+  else if (!p.packed && attention_step_fits(p))
     launch_attention_step(p, s);
   else
     launch_typed<T, 1>(p, s);

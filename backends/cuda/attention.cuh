@@ -11,8 +11,8 @@
 namespace kiln::cuda {
 
 // q [batch, heads, sq, d], k [kv_batch, kv_heads, sk, d], v [kv_batch, kv_heads, sk, dv] and
-// y [batch, heads, sq, dv], all of `type` (F32 or F16); head h reads kv head
-// h / (heads / kv_heads).
+// y [batch, heads, sq, dv] (or where `packed` layouts say), all of `type` (F32 or F16); head h
+// reads kv head h / (heads / kv_heads).
 //   mask (optional, F32 or F16): element (b, h, i, j) at b * s[0] + h * s[1] + i * s[2] + j * s[3]
 //   with s = mask_strides (0 along dims it broadcasts over).
 //   kv_length (optional, I32 or I64 [batch]): keys j >= kv_length[b] are ignored. A length
@@ -56,7 +56,25 @@ struct AttentionArgs {
   uint32_t offset_error_bit = 0;
   void* k_out = nullptr;
   void* v_out = nullptr;
+  // qkv_attention's form (attention.cu and attention_mma.cu only; the step kernel takes the
+  // contiguous form): element (b, h, i, 0) of q, k, v and y at b * batch + h * head + i * row
+  // of its pointer, a row's D (or Dv) elements contiguous. q, k and v then point into one
+  // stacked projection [batch, sq, (heads + 2 kv_heads) d] and y into [batch, sq, heads dv].
+  bool packed = false;
+  struct Layout {
+    int64_t batch = 0, head = 0, row = 0;
+  } q_layout, k_layout, v_layout, y_layout;
 };
+
+// The layouts of contiguous q [batch, heads, sq, d], k and v [kv_batch, kv_heads, sk, d or dv]
+// and y [batch, heads, sq, dv] (packed false), from the sizes.
+inline void set_contiguous_layouts(AttentionArgs& p) {
+  p.packed = false;
+  p.q_layout = {p.heads * p.sq * p.d, p.sq * p.d, p.d};
+  p.k_layout = {p.kv_heads * p.sk * p.d, p.sk * p.d, p.d};
+  p.v_layout = {p.kv_heads * p.sk * p.dv, p.sk * p.dv, p.dv};
+  p.y_layout = {p.heads * p.sq * p.dv, p.sq * p.dv, p.dv};
+}
 
 void launch_attention(const AttentionArgs& args, cudaStream_t stream);
 

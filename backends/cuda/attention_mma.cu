@@ -64,14 +64,14 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttentionArgs p
     row[r] = i0 + 16 * warp + g + 8 * r;
     seen[r] = row[r] < p.sq ? keys_seen(p, row[r], len) : 0;
   }
-  const __half* q = static_cast<const __half*>(p.q) + (bh * p.sq + i0) * p.d;
-  const __half* k = static_cast<const __half*>(p.k) + (b * p.kv_heads + kv_head) * p.sk * p.d;
-  const __half* v = static_cast<const __half*>(p.v) + (b * p.kv_heads + kv_head) * p.sk * p.dv;
+  const __half* q = static_cast<const __half*>(p.q) + b * p.q_layout.batch + h * p.q_layout.head + i0 * p.q_layout.row;
+  const __half* k = static_cast<const __half*>(p.k) + b * p.k_layout.batch + kv_head * p.k_layout.head;
+  const __half* v = static_cast<const __half*>(p.v) + b * p.v_layout.batch + kv_head * p.v_layout.head;
   const M* mask = p.mask ? static_cast<const M*>(p.mask) + b * p.mask_strides[0] + h * p.mask_strides[1] : nullptr;
 
   // Q's A fragments, read once through shared memory: lane l addresses row l % 16 of the warp's
   // 16, columns 8 (l / 16) on.
-  stage<D>(ks, q, p.d, p.sq - i0, p.d);
+  stage<D>(ks, q, p.q_layout.row, p.sq - i0, p.d);
   ptx::copy_async_commit();
   ptx::copy_async_wait<0>();
   __syncthreads();
@@ -85,9 +85,9 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttentionArgs p
   float max[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};  // sum: this lane's share of the row's
   const int64_t tiles = (walk + kKeys - 1) / kKeys;
   if (tiles > 0) {
-    stage<D>(ks, k, p.d, walk, p.d);
+    stage<D>(ks, k, p.k_layout.row, walk, p.d);
     ptx::copy_async_commit();
-    stage<DV>(vs, v, p.dv, walk, p.dv);
+    stage<DV>(vs, v, p.v_layout.row, walk, p.dv);
     ptx::copy_async_commit();
   }
   for (int64_t tile = 0; tile < tiles; ++tile) {
@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttentionArgs p
         ptx::mma_m16n8k16(s[n + 1], qf[kk], {kb[2], kb[3]});
       }
     __syncthreads();  // every warp is done with this K tile
-    if (tile + 1 < tiles) stage<D>(ks, k + (j0 + kKeys) * p.d, p.d, walk - j0 - kKeys, p.d);
+    if (tile + 1 < tiles) stage<D>(ks, k + (j0 + kKeys) * p.k_layout.row, p.k_layout.row, walk - j0 - kKeys, p.d);
     ptx::copy_async_commit();  // an empty group at the end keeps the count of groups in flight
 
     // Lane element e of n-tile n is row r = e / 2, key j0 + 8n + 2t + e % 2.
@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttentionArgs p
         ptx::mma_m16n8k16(o[n + 1], pf[kk], {vb[2], vb[3]});
       }
     __syncthreads();  // every warp is done with this V tile
-    if (tile + 1 < tiles) stage<DV>(vs, v + (j0 + kKeys) * p.dv, p.dv, walk - j0 - kKeys, p.dv);
+    if (tile + 1 < tiles) stage<DV>(vs, v + (j0 + kKeys) * p.v_layout.row, p.v_layout.row, walk - j0 - kKeys, p.dv);
     ptx::copy_async_commit();
   }
 
@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttentionArgs p
     total += __shfl_xor_sync(0xffffffffu, total, 2);
     if (row[r] >= p.sq) continue;
     const float inv = max[r] == -INFINITY ? 0.0f : 1.0f / total;
-    __half* y = static_cast<__half*>(p.y) + (bh * p.sq + row[r]) * p.dv;
+    __half* y = static_cast<__half*>(p.y) + b * p.y_layout.batch + h * p.y_layout.head + row[r] * p.y_layout.row;
 #pragma unroll
     for (int n = 0; n < DV / 8; ++n) {
       const int64_t c = 8 * n + 2 * t;
@@ -220,8 +220,13 @@ void launch_d(const AttentionArgs& p, dim3 grid, cudaStream_t s) {
 }  // namespace
 
 bool attention_mma_fits(const AttentionArgs& p) {
+  // Rows of q, k and v are copied 16 bytes at a time: every row starts 16-byte aligned.
+  auto in_vectors = [](const AttentionArgs::Layout& l) {
+    return l.batch % 8 == 0 && l.head % 8 == 0 && l.row % 8 == 0;
+  };
   return p.type == DType::F16 && !p.kv_rows && p.sq >= 16 && p.d % 8 == 0 && p.dv % 8 == 0 && p.d <= 128 &&
-         p.dv <= 128 && aligned16(p.q, p.k, p.v, p.y) && (p.sq + kRows - 1) / kRows <= 65535 &&
+         p.dv <= 128 && aligned16(p.q, p.k, p.v, p.y) && in_vectors(p.q_layout) && in_vectors(p.k_layout) &&
+         in_vectors(p.v_layout) && in_vectors(p.y_layout) && (p.sq + kRows - 1) / kRows <= 65535 &&
          p.batch * p.heads <= INT32_MAX;
 }
 

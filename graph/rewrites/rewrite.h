@@ -55,5 +55,6 @@ void fuse_fp8_output(Graph& g, const RewriteContext& c);          // E4M3 storag
 void fuse_norm_linear(Graph& g, const RewriteContext& c);         // layer_norm -> linear: a norm_linear
 void fuse_log_softmax_topk(Graph& g, const RewriteContext& c);    // log_softmax -> topk: a generator's picks
 void fuse_kv_cache_attention(Graph& g, const RewriteContext& c);  // split, cache writes, attention: one node
+void fuse_qkv_attention(Graph& g, const RewriteContext& c);       // split, head moves, attention: one node
 
 }  // namespace kiln

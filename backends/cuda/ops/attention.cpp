@@ -48,16 +48,7 @@ class AttentionKernel : public Kernel {
     p.dv = v.shape[3];
     set_attention_common(p, a, KvLength, scale_, causal_, error_);
     p.settled = all_settled(a, {K, V, KvLength, KvRows});  // the mask is read after the wait
-    if (a.inputs.size() > Mask && a.inputs[Mask].data) {
-      const Shape& m = a.inputs[Mask].shape;  // rank <= 4, aligned to [B, H, Sq, Sk] on the right
-      p.mask = a.inputs[Mask].data;
-      p.mask_type = a.inputs[Mask].dtype;
-      int64_t step = 1;
-      for (size_t d = m.size(); d-- > 0;) {
-        p.mask_strides[4 - m.size() + d] = m[d] == 1 ? 0 : step;
-        step *= m[d];
-      }
-    }
+    set_attention_mask(p, a, Mask);
     cuda::launch_attention(p, stream_of(a));
   }
 

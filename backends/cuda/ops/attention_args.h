@@ -10,11 +10,13 @@
 
 namespace kiln {
 
-// Once p.d is set: the scale (the attribute's 0 meaning 1 / sqrt(d)), causal, kv_length and
-// kv_rows where given (inputs kv_length and kv_length + 1), and the error word with the bits that
-// a length or a row out of range sets.
+// Once the sizes are set: the contiguous layouts (a packed form sets its own after), the scale
+// (the attribute's 0 meaning 1 / sqrt(d)), causal, kv_length and kv_rows where given (inputs
+// kv_length and kv_length + 1), and the error word with the bits that a length or a row out of
+// range sets.
 inline void set_attention_common(cuda::AttentionArgs& p, const KernelArgs& a, size_t kv_length, double scale,
                                  bool causal, uint32_t* error) {
+  cuda::set_contiguous_layouts(p);
   p.scale = static_cast<float>(scale != 0 ? scale : 1.0 / std::sqrt(static_cast<double>(p.d)));
   p.causal = causal;
   if (a.inputs.size() > kv_length && a.inputs[kv_length].data) {
@@ -28,6 +30,20 @@ inline void set_attention_common(cuda::AttentionArgs& p, const KernelArgs& a, si
   p.error = error;
   p.error_bit = kCudaLengthOutOfRange;
   p.index_error_bit = kCudaIndexOutOfRange;
+}
+
+// The mask at input `slot`, where given: rank <= 4, aligned to the scores [B, H, Sq, Sk] on the
+// right, stride 0 along the dims it broadcasts over.
+inline void set_attention_mask(cuda::AttentionArgs& p, const KernelArgs& a, size_t slot) {
+  if (a.inputs.size() <= slot || !a.inputs[slot].data) return;
+  const Shape& m = a.inputs[slot].shape;
+  p.mask = a.inputs[slot].data;
+  p.mask_type = a.inputs[slot].dtype;
+  int64_t step = 1;
+  for (size_t d = m.size(); d-- > 0;) {
+    p.mask_strides[4 - m.size() + d] = m[d] == 1 ? 0 : step;
+    step *= m[d];
+  }
 }
 
 // Whether the inputs at these slots are all settled (absent ones count as settled).
