@@ -36,6 +36,7 @@ class FusingBackend : public CpuBackend {
     fuse_log_softmax_topk(g, c);
     fuse_kv_cache_attention(g, c);
     fuse_qkv_attention(g, c);
+    fuse_write_heads(g, c);
   }
 
  private:

@@ -2,11 +2,14 @@
 // them with the CPU's kernels, which run every fused form, so the rewritten graph must compute
 // what the original computes. CI thereby checks every fusion the CUDA backend relies on.
 #include <limits>
+#include <map>
+#include <random>
 
 #include <gtest/gtest.h>
 
 #include "checkpoints/safetensors.h"
 #include "graph/builder.h"
+#include "graph/encoder_decoder.h"
 #include "graph/family_registry.h"
 #include "graph/rewrites/rewrite.h"
 #include "tests/fusing_backend.h"
@@ -100,6 +103,76 @@ TEST(Rewrites, ASelfAttentionReadsItsStackedProjection) {
       const auto want = reference.run(in)[0].to_f32(), got = fused->run(in)[0].to_f32();
       EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-5) << graph << " " << seq;
     }
+  }
+}
+
+// An encoder-decoder's graphs (graph/encoder_decoder.cpp) through the GPU's rewrites: the
+// encoder's self-attention reads its stacked projection, and each decoder layer's cross-attention
+// keys and values go into their slots straight from that layer's k/v projection (write_heads),
+// no split, transpose or write_rows left. The encoder's output, and decoder steps reading the
+// slots it wrote (a source shorter than the slots' capacity, one slot left alone), stay the
+// graphs' answers as built.
+TEST(Rewrites, AnEncoderWritesItsCrossAttentionHeadsFromTheProjection) {
+  EncoderDecoderConfig c;
+  c.d_model = 16;
+  c.vocab = 30;
+  c.encoder_layers = c.decoder_layers = 2;
+  c.encoder_heads = c.decoder_heads = 2;
+  c.encoder_ffn = c.decoder_ffn = 32;
+  c.source_capacity = 16;
+  c.target_capacity = 8;
+  std::mt19937 rng(5);
+  std::map<std::string, Tensor> drawn;  // one tensor a name, whichever graph asks first
+  auto random = [&](const std::string& name, const Shape& shape) {
+    auto [at, fresh] = drawn.try_emplace(name, Tensor(shape));
+    std::normal_distribution<float> dist(0.0f, 0.3f);
+    if (fresh)
+      for (auto& v : at->second.data) v = dist(rng);
+    return at->second;
+  };
+  EncoderDecoderWeights w;
+  w.encoder_embed = w.decoder_embed = {"embed", random("embed", {c.vocab, c.d_model})};
+  w.encoder_positions = w.decoder_positions = {"positions", random("positions", {c.source_capacity, c.d_model})};
+  w.lm_head = w.encoder_embed;
+  w.load = random;
+  ModelDefinition def;
+  build_encoder_decoder(def, c, w);
+  const auto ops = op_counts(*fusing_engine(def, false, "encoder"));
+  EXPECT_EQ(ops.at("qkv_attention"), 2);
+  EXPECT_EQ(ops.at("write_heads"), 4);
+  for (const char* gone : {"split", "transpose", "write_rows"}) EXPECT_EQ(ops.count(gone), 0u) << gone;
+
+  auto fusing = std::make_shared<test::FusingBackend>(false);
+  EngineOptions fused_options;
+  fused_options.backend = fusing;
+  auto ref_states = std::make_shared<StateStore>(), fused_states = std::make_shared<StateStore>();
+  Engine ref_encoder(def.graph("encoder"), def.constants(), EngineOptions{"cpu"}, ref_states);
+  Engine ref_step(def.graph("decoder_step"), def.constants(), EngineOptions{"cpu"}, ref_states);
+  Engine encoder(def.graph("encoder"), def.constants(), fused_options, fused_states);
+  Engine step(def.graph("decoder_step"), def.constants(), fused_options, fused_states);
+  // Two sources of 5 and 3 tokens into slots 2 and 0 of 3, 8 positions each.
+  const std::vector<HostTensor> sources = {HostTensor::from_i64("ids", {2, 5}, {3, 9, 14, 2, 7, 21, 4, 11, 0, 0}),
+                                           HostTensor::from_i64("positions", {5}, {0, 1, 2, 3, 4}),
+                                           HostTensor::from_i64("length", {2}, {5, 3}),
+                                           HostTensor::from_i64("slots", {3}, {1, -1, 0}),
+                                           HostTensor::from_i64("memory_capacity", {8}, std::vector<int64_t>(8))};
+  const auto want_hidden = ref_encoder.run(sources)[0].to_f32(), hidden = encoder.run(sources)[0].to_f32();
+  EXPECT_LT(test::max_abs_diff(hidden.data(), want_hidden.data(), want_hidden.size()), 1e-5);
+  // Row 0 decodes source 0 (slot 2), row 1 source 1 (slot 0).
+  HostTensor cross = HostTensor::zeros("cross_rows", DType::I32, {2, 8});
+  HostTensor cache = HostTensor::zeros("cache_rows", DType::I32, {2, 8});
+  for (int j = 0; j < 8; ++j) cross.as<int32_t>()[j] = 2, cache.as<int32_t>()[8 + j] = 1;
+  for (int64_t t = 0; t < 3; ++t) {
+    const std::vector<HostTensor> in = {HostTensor::from_i64("ids", {2, 1}, {5 + t, 17 - t}),
+                                        HostTensor::from_i64("position", {2}, {t, t}),
+                                        HostTensor::from_i64("length", {2}, {t + 1, t + 1}),
+                                        HostTensor::from_i64("source_length", {2}, {5, 3}),
+                                        HostTensor::from_i64("slot_capacity", {3}, {0, 0, 0}),
+                                        HostTensor::from_i64("cache_capacity", {8}, std::vector<int64_t>(8)),
+                                        cache,
+                                        cross};
+    const auto want = ref_step.run(in)[0].to_f32(), got = step.run(in)[0].to_f32();
+    EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-5) << "step " << t;
   }
 }
 

@@ -211,6 +211,7 @@ void CudaBackend::fuse(Graph& graph) const {
   fuse_log_softmax_topk(graph, c);
   fuse_kv_cache_attention(graph, c);
   fuse_qkv_attention(graph, c);
+  fuse_write_heads(graph, c);
 }
 
 std::unique_ptr<Kernel> CudaBackend::make_kernel(const Graph& graph, int node, const ConstantLookup& constants) {

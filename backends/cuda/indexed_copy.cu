@@ -13,6 +13,8 @@
 //   [0, dim - n] is not written, and block 0 sets the error bit for it.
 //   write_rows: unit e of (row r, unit k of the update's row) copies unit k of update row
 //   index[r] to its place in out row r; rows with a negative index are left alone.
+//   write_heads: unit e of (row r, head h, position t, unit k of a head) copies unit k of head h
+//   at position t of source row index[r] to its place in out row r, likewise.
 #include "backends/cuda/indexed_copy.cuh"
 #include "backends/cuda/launch.cuh"
 
@@ -109,6 +111,28 @@ __global__ void write_rows_kernel(WriteRowsArgs p, RowDims dims, int64_t out_row
   }
 }
 
+template <typename U, typename I>
+__global__ void write_heads_kernel(WriteHeadsArgs p, int64_t head_units, int64_t width_units, int64_t column_units) {
+  wait_for_predecessor();
+  const I* index = static_cast<const I*>(p.index);
+  const U* source = static_cast<const U*>(p.source);
+  U* out = static_cast<U*>(p.out);
+  const int64_t total = p.rows * p.heads * p.positions * head_units;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t k = e % head_units, t = e / head_units % p.positions, h = e / (head_units * p.positions) % p.heads,
+                  r = e / (head_units * p.positions * p.heads);
+    const int64_t j = static_cast<int64_t>(index[r]);
+    if (j < 0) continue;
+    if (j >= p.count) {
+      if (e % (head_units * p.positions * p.heads) == 0) atomicOr(p.error, p.error_bit);
+      continue;
+    }
+    out[((r * p.heads + h) * p.capacity + t) * head_units + k] =
+        source[(j * p.positions + t) * width_units + column_units + h * head_units + k];
+  }
+}
+
 template <typename I>
 void gather_units(const GatherArgs& p, int unit, cudaStream_t s) {
   const int64_t inner = p.row_bytes / unit;
@@ -198,6 +222,36 @@ void launch_write_rows(const WriteRowsArgs& p, cudaStream_t s) {
     write_rows_units<int64_t>(p, unit, s);
   else
     write_rows_units<int32_t>(p, unit, s);
+}
+
+template <typename I>
+void write_heads_units(const WriteHeadsArgs& p, int unit, cudaStream_t s) {
+  const int64_t head = p.d * p.elem_bytes / unit, width = p.width * p.elem_bytes / unit,
+                column = p.column * p.elem_bytes / unit;
+  const dim3 grid = grid_for(p.rows * p.heads * p.positions * head);
+  switch (unit) {
+    case 16:
+      return launch(write_heads_kernel<uint4, I>, grid, kThreads, 0, s, p, head, width, column);
+    case 8:
+      return launch(write_heads_kernel<uint2, I>, grid, kThreads, 0, s, p, head, width, column);
+    case 4:
+      return launch(write_heads_kernel<uint32_t, I>, grid, kThreads, 0, s, p, head, width, column);
+    case 2:
+      return launch(write_heads_kernel<uint16_t, I>, grid, kThreads, 0, s, p, head, width, column);
+    default:
+      return launch(write_heads_kernel<uint8_t, I>, grid, kThreads, 0, s, p, head, width, column);
+  }
+}
+
+void launch_write_heads(const WriteHeadsArgs& p, cudaStream_t s) {
+  if (p.rows <= 0 || p.heads <= 0 || p.positions <= 0 || p.d <= 0) return;
+  // The unit must divide a head, the source's row and the column where the heads start.
+  int unit = unit_bytes(p.d * p.elem_bytes, p.source, p.out);
+  while (unit > 1 && ((p.width * p.elem_bytes) % unit != 0 || (p.column * p.elem_bytes) % unit != 0)) unit /= 2;
+  if (p.index_type == DType::I64)
+    write_heads_units<int64_t>(p, unit, s);
+  else
+    write_heads_units<int32_t>(p, unit, s);
 }
 
 void launch_update_slice(const UpdateSliceArgs& p, cudaStream_t s) {

@@ -1,5 +1,6 @@
 // Launch functions for the ops that move rows of any element type to or from a place an index
-// in device memory names (indexed_copy.cu): gather, dynamic_update_slice and write_rows. Indices
+// in device memory names (indexed_copy.cu): gather, dynamic_update_slice, write_rows and
+// write_heads. Indices
 // are untrusted: one out of range reads and writes nothing outside the tensors and sets
 // `error_bit` in `*error` (the backend's error word) instead.
 #pragma once
@@ -58,5 +59,19 @@ struct WriteRowsArgs {
   uint32_t error_bit = 0;
 };
 void launch_write_rows(const WriteRowsArgs& args, cudaStream_t stream);
+
+// For each r < rows with index[r] >= 0 (an index >= count writes nothing for its row): out[r, h,
+// t, :] = source[index[r], t, column + h * d ..] for h < heads, t < positions, with out [rows,
+// heads, capacity, d] and source [count, positions, width]; sizes in elements of elem_bytes.
+struct WriteHeadsArgs {
+  const void* source = nullptr;
+  void* out = nullptr;
+  const void* index = nullptr;
+  DType index_type = DType::I32;  // I32 or I64
+  int64_t rows = 0, heads = 0, capacity = 0, d = 0, count = 0, positions = 0, width = 0, column = 0, elem_bytes = 0;
+  uint32_t* error = nullptr;
+  uint32_t error_bit = 0;
+};
+void launch_write_heads(const WriteHeadsArgs& args, cudaStream_t stream);
 
 }  // namespace kiln::cuda

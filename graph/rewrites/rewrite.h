@@ -56,5 +56,6 @@ void fuse_norm_linear(Graph& g, const RewriteContext& c);         // layer_norm 
 void fuse_log_softmax_topk(Graph& g, const RewriteContext& c);    // log_softmax -> topk: a generator's picks
 void fuse_kv_cache_attention(Graph& g, const RewriteContext& c);  // split, cache writes, attention: one node
 void fuse_qkv_attention(Graph& g, const RewriteContext& c);       // split, head moves, attention: one node
+void fuse_write_heads(Graph& g, const RewriteContext& c);         // split, head moves, write_rows: one node
 
 }  // namespace kiln
