@@ -6,8 +6,8 @@
 //     t] = source[index[r], t, column + h D .. column + (h + 1) D) for t < T; rows with a
 //     negative index, and positions t >= T, keep what they hold.
 // Decomposition: slice source's columns [column, column + H D), reshape to [N, T, H, D],
-// transpose to [N, H, T, D], write_rows into target. One launch instead of three (the slice as
-// a split's part, the transpose, the write; the reshape is a view): an encoder writes the keys
+// transpose to [N, H, T, D], write_rows into target. One launch instead of a transpose and a
+// write per part and the split they share (the reshape is a view): an encoder writes the keys
 // and values of every decoder layer this way, 24 writes for a 12-layer decoder.
 #include "core/dtype.h"
 #include "core/error.h"
