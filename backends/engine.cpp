@@ -8,6 +8,7 @@
 #include <cstring>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/memory_plan.h"
@@ -122,6 +123,10 @@ struct Engine::Impl {
   std::vector<std::shared_ptr<Backend>> backends;  // [0]: the one asked for; [1]: the CPU, for fallback
   std::shared_ptr<StateStore> states;
   std::vector<int> node_backend, value_backend, root;
+  // exec's values by name (constants apart; the first of a name, as Graph::find_value): a call
+  // looks its inputs up here, where a scan of a decoder's thousand values per input cost
+  // microseconds a call.
+  std::unordered_map<std::string, int> named;
   std::vector<std::unique_ptr<Kernel>> kernels;          // per node; none for copies
   std::map<std::pair<int, int>, void*> constant_memory;  // (value, backend)
   std::set<std::pair<int, int>> borrowed;                // constant_memory that the lookup owns
@@ -225,6 +230,9 @@ Engine::Engine(const Graph& graph, ConstantLookup constants, const EngineOptions
   primary.fuse(m.exec);
   insert_copies(m.exec);
   m.exec.validate();
+  for (size_t v = 0; v < m.exec.values().size(); ++v)
+    if (m.exec.values()[v].kind != ValueKind::Constant)
+      m.named.try_emplace(m.exec.values()[v].name, static_cast<int>(v));
   if (primary.name() != "cpu" &&
       std::any_of(m.exec.nodes().begin(), m.exec.nodes().end(), [](const Node& n) { return n.device == "cpu"; }))
     m.backends.push_back(std::make_shared<CpuBackend>());
@@ -734,13 +742,20 @@ void Engine::Impl::fill_inputs(Plan& plan, const std::vector<HostTensor>& given)
 }
 
 Bindings Engine::bind(const std::vector<HostTensor>& inputs) const {
-  std::map<std::string, Shape> shapes;
-  for (const auto& t : inputs) shapes[t.name] = t.shape;
-  for (int v : impl_->exec.inputs()) {
-    const std::string& name = impl_->exec.values()[v].name;
-    KILN_CHECK(shapes.count(name), "[engine] input '{}' is missing", name);
+  const Impl& m = *impl_;
+  std::vector<std::pair<int, const Shape*>> given;
+  given.reserve(inputs.size());
+  for (const auto& t : inputs) {
+    const auto it = m.named.find(t.name);
+    const bool input = it != m.named.end() && (m.exec.values()[it->second].kind == ValueKind::Input ||
+                                               m.exec.values()[it->second].kind == ValueKind::State);
+    KILN_CHECK(input, "[graph] there is no input named '{}'", t.name);
+    given.emplace_back(it->second, &t.shape);
   }
-  return impl_->exec.bind(shapes);
+  for (int v : m.exec.inputs())
+    KILN_CHECK(std::any_of(given.begin(), given.end(), [&](const auto& g) { return g.first == v; }),
+               "[engine] input '{}' is missing", m.exec.values()[v].name);
+  return m.exec.bind(given);
 }
 
 // A replayed plan whose inputs and outputs are small gets a second replay for run(): its inputs
@@ -828,14 +843,14 @@ std::vector<HostTensor> Engine::run(const std::vector<HostTensor>& inputs, const
   const Bindings b = bind(inputs);
   std::vector<int> tap_values;
   for (const auto& t : taps) {
-    auto v = m.exec.find_value(t);
-    KILN_CHECK(v.has_value(), "[engine] the graph has no value named '{}'", t);
-    tap_values.push_back(*v);
+    const auto it = m.named.find(t);
+    KILN_CHECK(it != m.named.end(), "[engine] the graph has no value named '{}'", t);
+    tap_values.push_back(it->second);
   }
   Plan& plan = m.plan_for(b, tap_values);
   std::vector<std::pair<int, const HostTensor*>> given;
   for (const auto& t : inputs) {
-    const int v = *m.exec.find_value(t.name);
+    const int v = m.named.at(t.name);  // bind found every one
     const Value& val = m.exec.values()[v];
     KILN_CHECK(t.dtype == val.dtype, "[engine] input '{}' must be {}, got {}", t.name, dtype_name(val.dtype),
                dtype_name(t.dtype));

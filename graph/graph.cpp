@@ -208,12 +208,22 @@ Bindings Graph::example_bindings() const {
 }
 
 Bindings Graph::bind(const std::map<std::string, Shape>& shapes) const {
-  Bindings b;
+  std::vector<std::pair<int, const Shape*>> values;
   for (const auto& [name, shape] : shapes) {
     auto v = find_value(name);
     KILN_CHECK(v && (values_[*v].kind == ValueKind::Input || values_[*v].kind == ValueKind::State),
                "[graph] there is no input named '{}'", name);
-    const ShapeSpec& spec = values_[*v].shape;
+    values.emplace_back(*v, &shape);
+  }
+  return bind(values);
+}
+
+Bindings Graph::bind(const std::vector<std::pair<int, const Shape*>>& values) const {
+  Bindings b;
+  for (const auto& [v, given] : values) {
+    const Shape& shape = *given;
+    const std::string& name = values_[v].name;
+    const ShapeSpec& spec = values_[v].shape;
     KILN_CHECK(shape.size() == spec.size(), "[graph] input '{}' must have shape {}, got {}", name, to_string(spec),
                to_string(shape));
     for (size_t i = 0; i < spec.size(); ++i) {

@@ -99,6 +99,9 @@ class Graph {
   // Binds symbols from given shapes of inputs and states (a symbol seen twice must agree);
   // checks the fixed dims too.
   Bindings bind(const std::map<std::string, Shape>& shapes) const;
+  // The same for values already found (each an input or a state): what an engine that looked its
+  // inputs up once does on every call.
+  Bindings bind(const std::vector<std::pair<int, const Shape*>>& values) const;
   Bindings example_bindings() const;
 
   nlohmann::json to_json() const;
