@@ -123,7 +123,7 @@ struct Engine::Impl {
   std::vector<std::shared_ptr<Backend>> backends;  // [0]: the one asked for; [1]: the CPU, for fallback
   std::shared_ptr<StateStore> states;
   std::vector<int> node_backend, value_backend, root;
-  // exec's values by name (constants apart; the first of a name, as Graph::find_value): a call
+  // exec's named values (constants apart; the first of a name, as Graph::find_value): a call
   // looks its inputs up here instead of scanning the graph's values for each.
   std::unordered_map<std::string, int> named;
   std::vector<std::unique_ptr<Kernel>> kernels;          // per node; none for copies
@@ -230,7 +230,7 @@ Engine::Engine(const Graph& graph, ConstantLookup constants, const EngineOptions
   insert_copies(m.exec);
   m.exec.validate();
   for (size_t v = 0; v < m.exec.values().size(); ++v)
-    if (m.exec.values()[v].kind != ValueKind::Constant)
+    if (m.exec.values()[v].kind != ValueKind::Constant && !m.exec.values()[v].name.empty())
       m.named.try_emplace(m.exec.values()[v].name, static_cast<int>(v));
   if (primary.name() != "cpu" &&
       std::any_of(m.exec.nodes().begin(), m.exec.nodes().end(), [](const Node& n) { return n.device == "cpu"; }))

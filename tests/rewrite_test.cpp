@@ -106,6 +106,35 @@ TEST(Rewrites, ASelfAttentionReadsItsStackedProjection) {
   }
 }
 
+// A value between the head moves that the graph also outputs keeps the nodes that make it: the
+// attention's heads-first output given out as well leaves the layer unfused, and both outputs
+// are the graph's as built.
+TEST(Rewrites, AHeadMoveThatIsAlsoAnOutputStays) {
+  ModelDefinition def;
+  GraphBuilder b(def);
+  const int64_t heads = 2, d = 4;
+  const int qkv = b.input("qkv", DType::F32, {{1, ""}, {5, ""}, {3 * heads * d, ""}});
+  const auto parts = b.graph().add_node("split", "parts", {qkv},
+                                        {{"axis", int64_t{-1}}, {"sizes", std::vector<int64_t>(3, heads * d)}});
+  std::vector<int> moved;
+  for (int p = 0; p < 3; ++p) moved.push_back(b.split_heads(parts[p], "part" + std::to_string(p), heads, d, ""));
+  const int a = b.op("attention", "attention", {moved[0], moved[1], moved[2]});
+  b.output("merged", b.merge_heads(a, "attention", ""));
+  b.output("heads_first", a);
+  def.validate();
+  auto fused = fusing_engine(def, false);
+  EXPECT_EQ(op_counts(*fused).count("qkv_attention"), 0u);
+  std::vector<float> x(5 * 3 * heads * d);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 13) * 0.1f - 0.6f;
+  const std::vector<HostTensor> in = {HostTensor::from_f32("qkv", {1, 5, 3 * heads * d}, x)};
+  const auto want = Engine(def.graph(), def.constants(), EngineOptions{"cpu"}).run(in), got = fused->run(in);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t o = 0; o < 2; ++o) {
+    const auto w = want[o].to_f32(), g = got[o].to_f32();
+    EXPECT_LT(test::max_abs_diff(g.data(), w.data(), w.size()), 1e-6) << o;
+  }
+}
+
 // An encoder-decoder's graphs (graph/encoder_decoder.cpp) through the GPU's rewrites: the
 // encoder's self-attention reads its stacked projection, and each decoder layer's cross-attention
 // keys and values go into their slots straight from that layer's k/v projection (write_heads),

@@ -1,8 +1,8 @@
 // attention with an online softmax: no score matrix in memory, any head dims, on CUDA cores: the
 // cases the tensor-core kernel (attention_mma.cu: fp16, 16 rows or more, heads up to 128 wide)
-// and the step kernel (attention_step.cu: fewer rows) do not take.
+// and the step kernel (attention_step.cu: fewer rows, contiguous q, k and v) do not take.
 // A warp per group of R query rows of one (b, h) (R = 4 for 16 rows or more; R = 1 for fewer
-// rows with heads over 128 wide), four warps per
+// rows: heads over 128 wide, or q, k and v packed in a projection), four warps per
 // block, and per 256 columns of the output (blockIdx.y: column chunk; a head dim past 256
 // recomputes the scores per chunk). The warp walks the keys its rows may see (j < seen:
 // kv_length and the causal limit) 32 at a time, and per row of the group:

@@ -2,7 +2,7 @@
 // output:
 //   qkv [B, T, (H + 2 Hkv) D]: per row and position the H query heads, then the Hkv key heads,
 //     then the Hkv value heads (the output of a stacked projection);
-//   mask (optional): additive, any float type, broadcasts to the scores [B, H, T, T];
+//   mask (optional): additive, f32, f16 or bf16, broadcasts to the scores [B, H, T, T];
 //   kv_length (optional): i32 or i64 [B], each in [0, T]: keys at j >= kv_length[b] are ignored
 //     (a padded batch's source lengths);
 //   heads (H) and kv_heads (Hkv; H a multiple of it), scale and causal as attention's.

@@ -11,7 +11,9 @@ const std::vector<int64_t> kSwapHeads = {0, 2, 1, 3};
 }  // namespace
 
 HeadMoves::HeadMoves(const Graph& g, const RewriteContext& c)
-    : g_(g), c_(c), readers_(g.consumers()), producers_(g.producers()), shape_(g) {}
+    : g_(g), c_(c), readers_(g.consumers()), producers_(g.producers()), shape_(g) {
+  for (const auto& o : g.outputs()) outputs_.insert(o.value);
+}
 
 int HeadMoves::made_by(int v, const char* op) const {
   const int p = v >= 0 ? producers_[v] : -1;
@@ -48,14 +50,14 @@ std::optional<SplitHeads> HeadMoves::split_part(int v, int reader) const {
 }
 
 std::optional<MergedHeads> HeadMoves::merged(int y) const {
-  if (readers_[y].size() != 1) return std::nullopt;
+  if (readers_[y].size() != 1 || !only_reader(y, readers_[y][0])) return std::nullopt;
   const int first = readers_[y][0];
   const Node& move = g_.nodes()[first];
   if (!c_.mine(move) || move.inputs[0] != y) return std::nullopt;
   const bool moves_heads = move.op == "transpose";
   if (moves_heads ? move.attrs.get_ints("perm") != kSwapHeads : move.op != "reshape") return std::nullopt;
   const int mid = move.outputs[0];
-  if (readers_[mid].size() != 1) return std::nullopt;
+  if (readers_[mid].size() != 1 || !only_reader(mid, readers_[mid][0])) return std::nullopt;
   const int second = readers_[mid][0];
   const Node& reshape = g_.nodes()[second];
   if (reshape.op != "reshape" || !c_.mine(reshape)) return std::nullopt;

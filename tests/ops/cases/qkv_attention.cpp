@@ -2,8 +2,9 @@
 // and merged): one position and a few (the GPU's CUDA-core kernel, a warp per 4 rows and per
 // row), 16 or more (its tensor-core kernel: tiles of 64 keys, a partial last one), an encoder at
 // one source of bart-large's width and a batch of padded sources (kv_length, a length of 0),
-// a padding mask in f32, a bias mask with an explicit scale, causal, grouped-query heads, and
-// head widths that are not a multiple of 8 (element loads) or are padded up to the kernel's.
+// a padding mask in f32, a bias mask with an explicit scale, causal, grouped-query heads, head
+// widths that are not a multiple of 8 (element loads) or are padded up to the kernel's, and
+// heads too wide for the tensor cores (CUDA cores at many rows, and past 256 columns).
 #include "core/dtype.h"
 #include "tests/ops/op_case.h"
 
@@ -69,6 +70,10 @@ KILN_OP_CASES(qkv_attention) {
       {3, 8, 8, 70, 64, "encoder_padded_batch", false, M::None, 0, {70, 41, 9}},
       {2, 4, 2, 80, 48, "tiles_gqa_padded_heads_causal", true, M::None, 0, {80, 65}},
       {1, 2, 2, 130, 32, "tiles_bias_mask", false, M::Bias},
+      // Heads past the tensor-core kernel's 128 (in fp16 too: CUDA cores, four rows a warp, and
+      // past 256 columns, two column chunks).
+      {2, 2, 2, 20, 136, "rows_wide_heads", false, M::None, 0, {20, 13}},
+      {1, 2, 1, 17, 264, "rows_past_256_gqa_causal", true},
   };
   std::vector<OpCase> cases;
   for (DType t : {DType::F32, DType::F16})
