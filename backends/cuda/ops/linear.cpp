@@ -316,12 +316,15 @@ class NormLinearKernel : public Kernel {
     const cuda::GemmArgs g = linear_.gemm_args(a);
     const bool one = one_kernel_ && cuda::gemv_supports(g);
     if (v == fused_) return one;
-    // At a few rows, up to kFusedOnlyWidth outputs, only the one kernel. Timed alone, the planner
-    // often picks the unfused pair there (25 of 37 such layers of a 1024-wide decoder), but in a
-    // whole step the fused one was faster: the pair is one launch and one dependency wait more,
-    // which the isolated timing does not see, and a plan with cached states gets no whole-plan
-    // settlement of close calls. Wider outputs (a vocabulary projection) stay with the planner.
-    if (one && cuda::gemv_by_default(g) && g.n <= kFusedOnlyWidth) return false;
+    // At up to kFusedOnlyRows rows (a decoder step's beams of one source) and kFusedOnlyWidth
+    // outputs, only the one kernel. Timed alone, the planner often picks the unfused pair there
+    // (25 of 37 such layers of a 1024-wide decoder at one row), but in a whole step the fused one
+    // was faster: the pair is one launch and one dependency wait more, which the isolated timing
+    // does not see, and a plan with cached states gets no whole-plan settlement of close calls.
+    // Wider outputs (a vocabulary projection) stay with the planner, and so do more rows: the
+    // few-rows kernel's time grows with them, and at 12 (an encoder's short source) a 1024 x 4096
+    // layer took 61 us in it against 25 for a GEMM at twice the rows.
+    if (one && cuda::gemv_by_default(g) && g.m <= kFusedOnlyRows && g.n <= kFusedOnlyWidth) return false;
     return linear_.variant_runs(linear_args(a), v);
   }
   int default_variant(const KernelArgs& a) const override {
@@ -362,7 +365,7 @@ class NormLinearKernel : public Kernel {
     return l;
   }
 
-  static constexpr int kFusedOnlyWidth = 16384;
+  static constexpr int kFusedOnlyRows = 4, kFusedOnlyWidth = 16384;
 
   LinearKernel linear_;
   CudaWeights& weights_;
