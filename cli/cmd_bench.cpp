@@ -120,6 +120,8 @@ Command add_bench(CLI::App& app) {
     Bindings base = g.example_bindings();
     for (const auto& [k, v] : parse_assignments(args->sizes, "--sizes", 1)) {
       KILN_CHECK(base.count(k), "[bench] --sizes: graph {} has no dim '{}'", graph_name, k);
+      // --batch sets it for each timed size; taken here too, one of the two would be dropped.
+      KILN_CHECK(k != "batch", "[bench] --sizes: give the batch with --batch (e.g. --batch {})", v);
       base[k] = v;
     }
     KILN_CHECK(base.count("batch") || batches == std::vector<int>{1}, "[bench] --batch: graph {} has no 'batch' dim",

@@ -377,6 +377,8 @@ TEST(Cli, RunsAnyGraphOnSafetensors) {
       test::run_command(kiln_bin() + " bench " + bundle + " --device cpu --sizes seq=16 --batch 1,4 --json", &out), 0)
       << out;
   EXPECT_NE(out.find("\"sizes\":{\"batch\":4,\"seq\":16}"), std::string::npos) << out;
+  // The batch comes with --batch only: given in --sizes as well, one of the two would be dropped.
+  expect_clean_failure("bench " + bundle + " --device cpu --sizes seq=16,batch=4", "give the batch with --batch");
   // --whole-calls times run() itself, on host inputs.
   ASSERT_EQ(
       test::run_command(kiln_bin() + " bench " + bundle + " --device cpu --sizes seq=16 --whole-calls --json", &out), 0)
