@@ -13,6 +13,7 @@
 // instead of five launches (the split, three transposes in, one out; the reshapes are views):
 // an encoder layer at one source is a dozen launches, and their count, not their bytes, is its
 // time on a GPU.
+#include "core/checked_math.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "graph/ops/attention.h"
@@ -53,11 +54,13 @@ class QkvAttentionOp : public OpDef {
     require_rank(in[Qkv], 3, n, "qkv");
     const Shape& qkv = *in[Qkv];
     const int64_t b = qkv[0], t = qkv[1], h = n.attrs.get_int("heads"), hkv = n.attrs.get_int("kv_heads");
-    const int64_t parts = h + 2 * hkv;
-    KILN_CHECK(qkv[2] > 0 && qkv[2] % parts == 0,
+    // Attributes come from untrusted bundles: their sum is checked (check_attrs made both positive).
+    const uint64_t parts =
+        checked_add(static_cast<uint64_t>(h), checked_mul(2, static_cast<uint64_t>(hkv), "heads"), "heads");
+    KILN_CHECK(qkv[2] > 0 && static_cast<uint64_t>(qkv[2]) % parts == 0,
                "[qkv_attention] {}: qkv's {} columns are not {} query and 2 x {} key and value heads of one width",
                n.name, qkv[2], h, hkv);
-    const int64_t d = qkv[2] / parts;
+    const int64_t d = static_cast<int64_t>(static_cast<uint64_t>(qkv[2]) / parts);  // h * d <= qkv[2]
     const Shape scores = {b, h, t, t};
     if (in.size() > Mask && in[Mask])
       KILN_CHECK(in[Mask]->size() <= 4 && broadcast(scores, *in[Mask], "[qkv_attention] " + n.name) == scores,

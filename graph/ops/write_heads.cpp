@@ -35,7 +35,9 @@ class WriteHeadsOp : public OpDef {
     require_rank(in[1], 3, n, "source");
     const Shape &target = *in[0], &source = *in[1], &index = *in[2];
     const int64_t heads = target[1], capacity = target[2], d = target[3], column = n.attrs.get_int("column");
-    KILN_CHECK(source[1] <= capacity && column + heads * d <= source[2],
+    // column + heads * d <= source[2], without the overflow an untrusted column could cause.
+    const bool fits = column <= source[2] && (d == 0 || heads <= (source[2] - column) / d);
+    KILN_CHECK(source[1] <= capacity && fits,
                "[write_heads] {}: {} heads of {} from column {} of source {} do not fit target {}", n.name, heads, d,
                column, to_string(source), to_string(target));
     KILN_CHECK(index == Shape{target[0]}, "[write_heads] {}: index {} must be [{}]", n.name, to_string(index),
