@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/backend.h"
 #include "core/dtype.h"
@@ -24,6 +25,20 @@ namespace kiln {
 // Element i of an index tensor (indices, offsets, lengths: i32 or i64) as an int64.
 inline int64_t index_at(const TensorRef& t, int64_t i) {
   return t.dtype == DType::I32 ? t.as<const int32_t>()[i] : t.as<const int64_t>()[i];
+}
+
+// The rows a row write (write_rows, write_heads) takes for each of `rows` target rows: index[r],
+// negative to keep the row, every one checked below `count` (the rows of `from`, the tensor read)
+// before anything is written.
+inline std::vector<int64_t> row_indices(const TensorRef& index, int64_t rows, int64_t count, const Node& node,
+                                        const char* from) {
+  std::vector<int64_t> idx(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    idx[r] = index_at(index, r);
+    KILN_CHECK(idx[r] < count, "[{}] {}: index[{}] = {} is past the {}'s {} rows", node.op, node.name, r, idx[r], from,
+               count);
+  }
+  return idx;
 }
 
 class CpuKernel : public Kernel {

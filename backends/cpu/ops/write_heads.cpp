@@ -21,12 +21,7 @@ class WriteHeadsKernel : public CpuKernel {
     const TensorRef &target = a.inputs[0], &source = a.inputs[1], &index = a.inputs[2], &y = a.outputs[0];
     const int64_t rows = target.shape[0], heads = target.shape[1], capacity = target.shape[2], d = target.shape[3];
     const int64_t count = source.shape[0], positions = source.shape[1], width = source.shape[2];
-    std::vector<int64_t> idx(rows);
-    for (int64_t r = 0; r < rows; ++r) {
-      idx[r] = index_at(index, r);
-      KILN_CHECK(idx[r] < count, "[write_heads] {}: index[{}] = {} is past the source's {} rows", a.node->name, r,
-                 idx[r], count);
-    }
+    const std::vector<int64_t> idx = row_indices(index, rows, count, *a.node, "source");
     if (y.data != target.data) std::memcpy(y.data, target.data, target.bytes());
     const size_t elem = dtype_size(target.dtype);
     const auto* src = static_cast<const uint8_t*>(source.data);

@@ -19,12 +19,7 @@ class WriteRowsKernel : public CpuKernel {
   void run(const KernelArgs& a, int) override {
     const TensorRef &target = a.inputs[0], &update = a.inputs[1], &index = a.inputs[2], &y = a.outputs[0];
     const int64_t rows = target.shape[0], count = update.shape[0];
-    std::vector<int64_t> idx(rows);
-    for (int64_t r = 0; r < rows; ++r) {
-      idx[r] = index_at(index, r);
-      KILN_CHECK(idx[r] < count, "[write_rows] {}: index[{}] = {} is past the update's {} rows", a.node->name, r,
-                 idx[r], count);
-    }
+    const std::vector<int64_t> idx = row_indices(index, rows, count, *a.node, "update");
     if (y.data != target.data) std::memcpy(y.data, target.data, target.bytes());
     const size_t elem = dtype_size(target.dtype);
     // The update's row is a block of [d1, ..., dk] inside the target's [D1, ..., Dk]: copied as
