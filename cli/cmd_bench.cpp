@@ -45,25 +45,44 @@ Bindings parse_assignments(const std::string& text, const char* option, long lon
   return out;
 }
 
+// Sets element i of the integer tensor t to value(i); `option` and `name` for the errors.
+template <typename F>
+void set_integers(HostTensor& t, const std::string& option, const std::string& name, int64_t largest, F value) {
+  if (t.dtype == DType::I64) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.as<int64_t>()[i] = value(i);
+  } else if (t.dtype == DType::I32 && largest <= std::numeric_limits<int32_t>::max()) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.as<int32_t>()[i] = static_cast<int32_t>(value(i));
+  } else if (t.dtype == DType::I32) {
+    fail("[bench] {}: {} does not fit input '{}' (int32)", option, largest, name);
+  } else {
+    fail("[bench] {}: input '{}' is {}, not an integer", option, name, dtype_name(t.dtype));
+  }
+}
+
 // The graph's inputs at these sizes, made up as Engine::benchmark's are, except integer inputs
 // named in `values`, every element of which is set to the value given (made-up integers are 0:
-// a decoder step's lengths and positions then leave its attention with nothing to do).
-std::vector<HostTensor> made_up_inputs(const Graph& g, const Bindings& sizes, const Bindings& values) {
+// a decoder step's lengths and positions then leave its attention with nothing to do), and those
+// named in `spread`: NAME=N gives row r of the input's R rows (its first dim) the value r * N / R
+// in every element, N values in all, consecutive rows sharing one. A decoder step's row tables
+// are then as a batch of sources makes them (128 rows, cross_rows=32: each source's four beams
+// read their source's slot; cache_rows=128: each row its own history), not every row reading
+// row 0, which leaves the caches' traffic in the GPU's L2.
+std::vector<HostTensor> made_up_inputs(const Graph& g, const Bindings& sizes, const Bindings& values,
+                                       const Bindings& spread) {
   std::vector<HostTensor> out;
   for (int v : g.inputs()) {
     const Value& val = g.values()[v];
     out.push_back(made_up_input(val, resolve(val.shape, sizes)));
-    const auto it = values.find(val.name);
-    if (it == values.end()) continue;
     HostTensor& t = out.back();
-    if (t.dtype == DType::I64)
-      std::fill_n(t.as<int64_t>(), t.numel(), static_cast<int64_t>(it->second));
-    else if (t.dtype == DType::I32 && it->second <= std::numeric_limits<int32_t>::max())
-      std::fill_n(t.as<int32_t>(), t.numel(), static_cast<int32_t>(it->second));
-    else if (t.dtype == DType::I32)
-      fail("[bench] --values: {} does not fit input '{}' (int32)", it->second, val.name);
-    else
-      fail("[bench] --values: input '{}' is {}, not an integer", val.name, dtype_name(t.dtype));
+    if (const auto it = values.find(val.name); it != values.end())
+      set_integers(t, "--values", val.name, it->second, [&](int64_t) { return it->second; });
+    if (const auto it = spread.find(val.name); it != spread.end()) {
+      KILN_CHECK(!t.shape.empty() && t.shape[0] > 0, "[bench] --spread: input '{}' has no rows", val.name);
+      const int64_t rows = t.shape[0], inner = t.numel() / rows, n = it->second;
+      // r * n / rows without overflow: n is at most an int32 or checked against it below.
+      set_integers(t, "--spread", val.name, n - 1,
+                   [&](int64_t i) { return static_cast<int64_t>(static_cast<__int128>(i / inner) * n / rows); });
+    }
   }
   return out;
 }
@@ -88,7 +107,7 @@ Command add_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "bench", "Time a bundle's graph on made-up inputs (on the GPU: captured replays, inputs on the GPU)");
   struct Args {
-    std::string bundle, graph, batch = "1", sizes, values, device = "auto";
+    std::string bundle, graph, batch = "1", sizes, values, spread, device = "auto";
     int iters = 50, warmup = 10, calls = 0;
     bool json = false, profile = false, plan = false, whole_calls = false;
   };
@@ -100,6 +119,9 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--values", args->values,
                   "Integer inputs set to a value, e.g. length=64,position=63 (default: 0, which a decoder step's "
                   "attention skips)");
+  cmd->add_option("--spread", args->spread,
+                  "Integer inputs whose rows take N values, consecutive rows sharing one, e.g. cross_rows=32 at 128 "
+                  "rows: the four beams of each of 32 sources (default: every row 0)");
   cmd->add_option("--iters", args->iters, "Timed samples per batch size")->check(CLI::Range(1, 100000));
   cmd->add_option("--warmup", args->warmup, "Untimed calls first")->check(CLI::Range(0, 100000));
   cmd->add_option("--calls", args->calls, "Calls per timed sample (default: 20 on the GPU, 1 on the CPU)")
@@ -127,13 +149,17 @@ Command add_bench(CLI::App& app) {
     KILN_CHECK(base.count("batch") || batches == std::vector<int>{1}, "[bench] --batch: graph {} has no 'batch' dim",
                graph_name);
     const Bindings values = parse_assignments(args->values, "--values", 0);
+    const Bindings spread = parse_assignments(args->spread, "--spread", 1);
     const std::vector<int> graph_inputs = g.inputs();
-    for (const auto& entry : values) {
-      const std::string& name = entry.first;  // a plain reference: lambdas may not capture structured bindings
-      KILN_CHECK(
-          std::any_of(graph_inputs.begin(), graph_inputs.end(), [&](int v) { return g.values()[v].name == name; }),
-          "[bench] --values: graph {} has no input '{}'", graph_name, name);
-    }
+    for (const auto& [option, given] : {std::pair{"--values", &values}, std::pair{"--spread", &spread}})
+      for (const auto& entry : *given) {
+        const std::string& name = entry.first;  // a plain reference: lambdas may not capture structured bindings
+        KILN_CHECK(
+            std::any_of(graph_inputs.begin(), graph_inputs.end(), [&](int v) { return g.values()[v].name == name; }),
+            "[bench] {}: graph {} has no input '{}'", option, graph_name, name);
+        KILN_CHECK(option == std::string("--values") || !values.count(name),
+                   "[bench] --spread: input '{}' is also given in --values", name);
+      }
     Engine engine(g, bundle->constants(), bundle->engine_options(args->device));
     const bool gpu = engine.device().rfind("cpu", 0) != 0;  // "cpu", "cpu-reference"
     const int calls = args->calls > 0 ? args->calls : (gpu ? 20 : 1);
@@ -146,7 +172,7 @@ Command add_bench(CLI::App& app) {
       Bindings sizes = base;
       if (sizes.count("batch")) sizes["batch"] = batch;
       engine.prepare(sizes);
-      const std::vector<HostTensor> inputs = made_up_inputs(g, sizes, values);
+      const std::vector<HostTensor> inputs = made_up_inputs(g, sizes, values, spread);
       auto ms = args->whole_calls ? time_whole_calls(engine, inputs, args->warmup, args->iters, calls)
                                   : engine.benchmark(sizes, args->warmup, args->iters, calls, inputs);
       const double median = percentile(ms, 0.5);
@@ -169,6 +195,7 @@ Command add_bench(CLI::App& app) {
                             {"graph", graph_name},
                             {"sizes", sizes},
                             {"values", values},
+                            {"spread", spread},
                             {"batch", batch},
                             {"whole_calls", args->whole_calls},
                             {"median_ms", median},

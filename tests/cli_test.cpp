@@ -390,6 +390,15 @@ TEST(Cli, RunsAnyGraphOnSafetensors) {
   EXPECT_NE(out.find("\"values\":{\"ids\":6}"), std::string::npos) << out;
   expect_clean_failure("bench " + bundle + " --device cpu --values ids=7 --json", "out of range");
   expect_clean_failure("bench " + bundle + " --device cpu --values idz=1", "has no input 'idz'");
+  // --spread gives row r of 4 the value r * N / 4: at N = 9 the last row's ids are 6, the table's
+  // last; at N = 10 they are 7, past it.
+  ASSERT_EQ(test::run_command(kiln_bin() + " bench " + bundle + " --device cpu --batch 4 --spread ids=9 --json", &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("\"spread\":{\"ids\":9}"), std::string::npos) << out;
+  expect_clean_failure("bench " + bundle + " --device cpu --batch 4 --spread ids=10 --json", "out of range");
+  expect_clean_failure("bench " + bundle + " --device cpu --spread ids=0", "bad number");
+  expect_clean_failure("bench " + bundle + " --device cpu --values ids=1 --spread ids=2", "also given in --values");
   // --profile: a time for every node of the plan, named as --plan names it.
   ASSERT_EQ(
       test::run_command(kiln_bin() + " bench " + bundle + " --device cpu --sizes seq=16 --profile --plan --json", &out),

@@ -45,9 +45,15 @@ if [ "${AB:-1}" = 1 ] && [ -x $K/kiln-baseline ]; then
   values=(--values "length=48,position=47,source_length=40" --iters 20 --warmup 50)
   head -256 "$data/data/text/wmt22.en-de.en" > /tmp/beam.txt
   head -24 "$data/data/text/wmt22.en-de.en" > /tmp/greedy.txt
+  # Rows read their own history and their source's keys (bench --spread), where both builds have
+  # the option: made up, every row would read row 0's.
+  spreads=1
+  for bin in kiln-baseline kiln; do $K/$bin bench --help 2>&1 | grep -q -- --spread || spreads=0; done
   for m in $models; do
     for rows in 1 128; do
-      sizes=(--sizes "rows=$rows,slots=$((rows == 1 ? 1 : 32)),banned=8,memory=48,cache=96")
+      slots=$((rows == 1 ? 1 : 32))
+      sizes=(--sizes "rows=$rows,slots=$slots,banned=8,memory=48,cache=96")
+      [ $spreads = 1 ] && sizes+=(--spread "cache_rows=$rows,cross_rows=$slots")
       for bin in kiln-baseline kiln kiln-baseline kiln; do
         echo "$m $bin rows $rows: $(timeout 60 $K/$bin bench "/tmp/$m.bundle" --graph decoder_topk "${sizes[@]}" "${values[@]}" 2>&1 |
           grep -E '^ +1 ')"
