@@ -48,6 +48,32 @@ TEST(CpuPlans, EveryConvImplementationMatchesTheReference) {
   EXPECT_GE(others, 3);
 }
 
+// The depthwise convs split by output rows (onednn_row_parts): parts of several rows, of one
+// row each, and with more parts than threads, against the reference; stride 1 and 2, 3x3 and
+// 5x5 kernels, TF "same" padding (uneven) too, batch 1 and 3. The split and the sums of each
+// row do not depend on the thread count.
+TEST(CpuPlans, DepthwiseConvsInRowPartsMatchTheReference) {
+  const int before = cpu::threads();
+  for (const auto& [k, stride, same] : {std::tuple{3, 2, false}, std::tuple{5, 1, true}, std::tuple{5, 2, true}}) {
+    const ModelDefinition def = test::mbconv_graph(10, k, stride, same);
+    for (const auto& [batch, size, threads] : {std::tuple{1, 45, 4}, std::tuple{1, 30, 64}, std::tuple{3, 37, 8}}) {
+      SCOPED_TRACE(
+          fmt::format("k {} stride {} same {}, batch {} at {} px, {} threads", k, stride, same, batch, size, threads));
+      const Bindings sizes = test::image_sizes(batch, size, size);
+      const Tensor input = test::random_input(def, batch, size, size, 5);
+      Engine reference(def.graph(), def.constants(), EngineOptions{"cpu-reference"});
+      const std::vector<float> want = test::logits(reference, input);
+      cpu::set_threads(threads);
+      const test::ForcedVariants forced(def, sizes, "cpu");
+      auto e = forced.forced("onednn_row_parts");
+      const std::vector<float> got = test::logits(*e, input);
+      EXPECT_EQ(test::ForcedVariants::taken(*e, sizes, "onednn_row_parts", "cpu"), 2) << "both depthwise convs";
+      EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-4);
+      cpu::set_threads(before);
+    }
+  }
+}
+
 // A CPU backend whose timings are made up: the last variant of every kernel is the fastest by
 // far. It counts the timings asked of it.
 class RiggedCpu : public CpuBackend {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include "backends/cpu/activation.h"
 #include "backends/cpu/constant_floats.h"
@@ -26,6 +27,7 @@
 #include "backends/cpu/fp8_input.h"
 #include "backends/cpu/onednn.h"
 #include "backends/cpu/scratch.h"
+#include "backends/cpu/threads.h"
 #include "core/error.h"
 #include "core/fp8.h"
 #include "graph/ops/conv2d.h"
@@ -138,13 +140,16 @@ class OnednnConv2dKernel : public CpuKernel {
   // oneDNN's list of implementations changes order once some of them are in its primitive cache.
   // Only convs of at least kTimedMacs multiply-adds offer more than one: smaller ones were as
   // fast with oneDNN's pick, and timing them only lengthens the build.
-  int variants() const override { return 1 + static_cast<int>(kImplementations.size()); }
+  // The last variant runs a depthwise conv in parts of its output rows (run_in_row_parts).
+  int variants() const override { return kRowParts + 1; }
   std::string variant_name(int variant) const override {
+    if (variant == kRowParts) return "onednn_row_parts";
     return variant == 0 ? "onednn" : fmt::format("onednn_{}", kImplementations[variant - 1]);
   }
   bool variant_runs(const KernelArgs& a, int variant) const override {
     if (variant == 0) return true;
     const ConvGeometry g = conv2d_geometry(p_, a.inputs[X].shape, w_shape_, *a.node);
+    if (variant == kRowParts) return is_depthwise(p_, w_shape_) && !has(a, Residual) && row_parts(g) > 1;
     const int64_t macs = static_cast<int64_t>(g.n) * g.oh * g.ow * g.o * (g.c / p_.groups) * p_.kh * p_.kw;
     if (macs < kTimedMacs) return false;
     const Implementations& offered = implementations(g, has(a, Residual));
@@ -156,7 +161,6 @@ class OnednnConv2dKernel : public CpuKernel {
     const TensorRef& xt = a.inputs[X];
     const ConvGeometry g = conv2d_geometry(p_, xt.shape, w_shape_, *a.node);
     const bool residual = has(a, Residual);
-    Primitive& prim = primitive_for(g, residual, variant);
     const float* x = xt.as<const float>();
     const int64_t pixels = static_cast<int64_t>(g.h) * g.w;
     if (p_.nchw_input || has(a, Gate) || p_.fp8_input()) {
@@ -172,7 +176,9 @@ class OnednnConv2dKernel : public CpuKernel {
       x = input;
     }
     float* y = a.outputs[0].as<float>();
+    if (variant == kRowParts) return run_in_row_parts(g, x, y, p_.mean_output ? a.outputs[1].as<float>() : nullptr);
     dnnl::engine& engine = cpu::onednn_engine();
+    Primitive& prim = primitive_for(g, residual, variant);
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memory(prim.pd.src_desc(), engine, const_cast<float*>(x))},
         {DNNL_ARG_WEIGHTS, *prim.weights},
@@ -196,7 +202,8 @@ class OnednnConv2dKernel : public CpuKernel {
   // oneDNN's implementations offered as variants, by name without the instruction set.
   static constexpr std::array<const char*, 6> kImplementations = {"brgconv_1x1", "brgconv", "brdgmm_dw",
                                                                   "jit_1x1",     "jit",     "jit_dw"};
-  static constexpr int64_t kTimedMacs = int64_t{1} << 25;  // the smallest conv that offers them
+  static constexpr int64_t kTimedMacs = int64_t{1} << 25;                          // the smallest conv that offers them
+  static constexpr int kRowParts = 1 + static_cast<int>(kImplementations.size());  // its variant number
 
   // What oneDNN offers for one input size: its pick, and every implementation's name.
   struct Implementations {
@@ -209,6 +216,13 @@ class OnednnConv2dKernel : public CpuKernel {
     dnnl::convolution_forward conv;
     const memory* weights = nullptr;  // in pd's layout, shared by primitives that pick the same one
     int residual_post_op = -1;
+  };
+
+  // One part of run_in_row_parts: output rows [first_row, end_row) of an image, its primitive
+  // over the input rows they read (from input row `first_input`), with the padding of its place.
+  struct RowPart {
+    Primitive prim;
+    int first_row = 0, end_row = 0, first_input = 0;
   };
 
   OnednnConv2dKernel(const Graph& graph, const Node& n, Shape w_shape, const Conv2dParams& p,
@@ -236,6 +250,102 @@ class OnednnConv2dKernel : public CpuKernel {
   }
 
   memory::desc bias_md() const { return memory::desc({w_shape_[0]}, memory::data_type::f32, Tag::a); }
+
+  // Parts per image: one per thread where the images alone leave threads idle, at most a row each.
+  static int row_parts(const ConvGeometry& g) {
+    const int threads = cpu::threads();
+    return g.n >= threads ? 1 : std::min(g.oh, (threads + g.n - 1) / g.n);
+  }
+
+  // A depthwise conv in parts of its output rows: each part of each image is a work item over
+  // the threads, which runs the part's own primitive (single-threaded: oneDNN inside an OpenMP
+  // region runs on the calling thread) and then, on the rows it just wrote, the deferred
+  // activation and each row's channel sums. The mean adds the rows' sums in row order, so it does
+  // not depend on the parts. Why: at batch 1 on 2 threads, the depthwise convs of 14x14 and 7x7
+  // maps and kiln's pass after them took as long as on one thread, each thread in the pass
+  // reading what the other thread's share of the primitive had written; split by rows they took
+  // 24% less (bench/results/2026-12-07-cpu-depthwise-scaling.md). oneDNN gives strided channel
+  // slices only its reference implementation, hence rows.
+  void run_in_row_parts(const ConvGeometry& g, const float* x, float* y, float* mean) {
+    std::vector<RowPart>& parts = row_parts_for(g);
+    const Activation act = deferred_activation(false);
+    const int threads = cpu::threads();
+    if (streams_.size() < static_cast<size_t>(threads)) {
+      streams_.clear();
+      for (int t = 0; t < threads; ++t) streams_.emplace_back(cpu::onednn_engine());
+      part_scratch_.assign(threads, {});
+    }
+    if (mean) row_sums_.assign(static_cast<size_t>(g.n) * g.oh * g.o, 0.0);
+    const int64_t in_image = int64_t{g.h} * g.w * g.c, out_image = int64_t{g.oh} * g.ow * g.o,
+                  row = int64_t{g.ow} * g.o;
+    const int64_t items = int64_t{g.n} * static_cast<int64_t>(parts.size());
+#pragma omp parallel for schedule(static)
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t img = item / static_cast<int64_t>(parts.size());
+      RowPart& part = parts[item % static_cast<int64_t>(parts.size())];
+      const int thread = omp_get_thread_num();
+      dnnl::engine& engine = cpu::onednn_engine();
+      std::vector<char>& scratch = part_scratch_[thread];
+      const memory::desc pad = part.prim.pd.scratchpad_desc();
+      if (scratch.size() < pad.get_size()) scratch.resize(pad.get_size());
+      float* out = y + img * out_image + part.first_row * row;
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, memory(part.prim.pd.src_desc(), engine,
+                                const_cast<float*>(x) + img * in_image + int64_t{part.first_input} * g.w * g.c)},
+          {DNNL_ARG_WEIGHTS, *part.prim.weights},
+          {DNNL_ARG_DST, memory(part.prim.pd.dst_desc(), engine, out)},
+          {DNNL_ARG_SCRATCHPAD, memory(pad, engine, scratch.data())},
+      };
+      if (!bias_.empty()) args.emplace(DNNL_ARG_BIAS, memory(bias_md(), engine, const_cast<float*>(bias_.data())));
+      part.prim.conv.execute(streams_[thread], args);
+      streams_[thread].wait();
+      for (int r = part.first_row; r < part.end_row; ++r, out += row) {
+        if (mean)
+          add_rows(out, row_sums_.data() + (img * g.oh + r) * g.o, g.ow, g.o, act);
+        else if (act != Activation::None)
+          for (int px = 0; px < g.ow; ++px) cpu::bias_activation_row(out + int64_t{px} * g.o, g.o, nullptr, act);
+      }
+    }
+    if (!mean) return;
+    const double pixels = static_cast<double>(g.oh) * g.ow;
+    for (int img = 0; img < g.n; ++img)
+      for (int ch = 0; ch < g.o; ++ch) {
+        double total = 0;
+        for (int r = 0; r < g.oh; ++r) total += row_sums_[(static_cast<size_t>(img) * g.oh + r) * g.o + ch];
+        mean[static_cast<int64_t>(img) * g.o + ch] = static_cast<float>(total / pixels);
+      }
+  }
+
+  // The parts of an input size at the current thread count (made once).
+  std::vector<RowPart>& row_parts_for(const ConvGeometry& g) {
+    const int count = row_parts(g);
+    const auto key = std::make_tuple(g.n, g.h, g.w, count);
+    auto it = row_parts_.find(key);
+    if (it != row_parts_.end()) return it->second;
+    std::vector<RowPart> parts(count);
+    const int reach = (p_.kh - 1) * p_.dilation_h + 1;  // input rows one output row reads
+    for (int k = 0; k < count; ++k) {
+      RowPart& part = parts[k];
+      part.first_row = static_cast<int>(int64_t{k} * g.oh / count);
+      part.end_row = static_cast<int>(int64_t{k + 1} * g.oh / count);
+      const int top = part.first_row * p_.stride_h - g.pad_top;  // first input row read, padding counted
+      part.first_input = std::max(0, top);
+      const int end_input = std::min(g.h, (part.end_row - 1) * p_.stride_h - g.pad_top + reach);
+      ConvGeometry pg = g;
+      pg.n = 1;
+      pg.h = end_input - part.first_input;
+      pg.oh = part.end_row - part.first_row;
+      pg.pad_top = part.first_input - top;
+      pg.pad_bottom = (pg.oh - 1) * p_.stride_h + reach - pg.h - pg.pad_top;
+      auto pd = implementation(pg, false, "");
+      KILN_CHECK(pd && pg.pad_bottom >= 0, "[cpu] conv2d: oneDNN has no implementation for rows {}..{}", part.first_row,
+                 part.end_row);
+      part.prim.pd = *pd;
+      part.prim.conv = dnnl::convolution_forward(part.prim.pd);
+      part.prim.weights = &weights_for(part.prim.pd.weights_desc());
+    }
+    return row_parts_[key] = std::move(parts);
+  }
 
   // The weights as stored (OHWI; [G, O/G, I/G, kh, kw] with groups) for the primitive's dims.
   memory::desc user_weights_md() const {
@@ -331,6 +441,10 @@ class OnednnConv2dKernel : public CpuKernel {
   std::vector<double> partial_;                                           // channel_mean's sums per chunk of pixels
   std::deque<std::pair<memory::desc, cpu::PackedWeights>> packed_;        // a deque: primitives keep pointers into it
   std::map<std::tuple<int, int, int, bool, int>, Primitive> primitives_;  // by size, residual and variant
+  std::map<std::tuple<int, int, int, int>, std::vector<RowPart>> row_parts_;  // by size and part count
+  std::vector<double> row_sums_;                                              // run_in_row_parts': [N, OH, O]
+  std::vector<dnnl::stream> streams_;                                         // one per thread
+  std::vector<std::vector<char>> part_scratch_;                               // oneDNN's scratchpad per thread
   // Filled by the const variant_runs: an engine runs one plan's kernels at a time.
   mutable std::map<std::tuple<int, int, int, bool>, Implementations> implementations_;
 };
