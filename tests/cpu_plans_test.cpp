@@ -74,6 +74,29 @@ TEST(CpuPlans, DepthwiseConvsInRowPartsMatchTheReference) {
   }
 }
 
+// Depthwise convs with no squeeze-excite after them (detection networks' large-kernel blocks):
+// the row parts apply their SiLU, or none, without the sums.
+TEST(CpuPlans, DepthwiseConvsInRowPartsWithoutAMeanMatchTheReference) {
+  const int before = cpu::threads();
+  test::GraphMaker g(9);
+  int x = g.conv(g.input(3), 32, 3, 2, false, Activation::SiLU);
+  x = g.conv(x, 32, 7, 1, true, Activation::SiLU);
+  x = g.conv(x, 32, 3, 2, true, Activation::None);
+  x = g.linear(g.flatten(g.pool(x)), 10, Activation::None);
+  g.finish(x);
+  const Bindings sizes = test::image_sizes(1, 41, 41);
+  const Tensor input = test::random_input(g.def, 1, 41, 41, 3);
+  Engine reference(g.def.graph(), g.def.constants(), EngineOptions{"cpu-reference"});
+  const std::vector<float> want = test::logits(reference, input);
+  cpu::set_threads(3);
+  const test::ForcedVariants forced(g.def, sizes, "cpu");
+  auto e = forced.forced("onednn_row_parts");
+  const std::vector<float> got = test::logits(*e, input);
+  EXPECT_EQ(test::ForcedVariants::taken(*e, sizes, "onednn_row_parts", "cpu"), 2);
+  EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-4);
+  cpu::set_threads(before);
+}
+
 // A CPU backend whose timings are made up: the last variant of every kernel is the fastest by
 // far. It counts the timings asked of it.
 class RiggedCpu : public CpuBackend {

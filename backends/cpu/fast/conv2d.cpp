@@ -269,7 +269,7 @@ class OnednnConv2dKernel : public CpuKernel {
   void run_in_row_parts(const ConvGeometry& g, const float* x, float* y, float* mean) {
     std::vector<RowPart>& parts = row_parts_for(g);
     const Activation act = deferred_activation(false);
-    const int threads = cpu::threads();
+    const int threads = std::max(cpu::threads(), omp_get_max_threads());  // the team's size, whoever set it
     if (streams_.size() < static_cast<size_t>(threads)) {
       streams_.clear();
       for (int t = 0; t < threads; ++t) streams_.emplace_back(cpu::onednn_engine());
