@@ -139,8 +139,8 @@ class OnednnConv2dKernel : public CpuKernel {
   // choice in the bundle, so that every engine on the bundle computes alike. Named, not numbered:
   // oneDNN's list of implementations changes order once some of them are in its primitive cache.
   // Only convs of at least kTimedMacs multiply-adds offer more than one: smaller ones were as
-  // fast with oneDNN's pick, and timing them only lengthens the build.
-  // The last variant runs a depthwise conv in parts of its output rows (run_in_row_parts).
+  // fast with oneDNN's pick, and timing them only lengthens the build. The last variant, offered
+  // at any size, runs a depthwise conv in parts of its output rows (run_in_row_parts).
   int variants() const override { return kRowParts + 1; }
   std::string variant_name(int variant) const override {
     if (variant == kRowParts) return "onednn_row_parts";
@@ -263,9 +263,10 @@ class OnednnConv2dKernel : public CpuKernel {
   // activation and each row's channel sums. The mean adds the rows' sums in row order, so it does
   // not depend on the parts. Why: at batch 1 on 2 threads, the depthwise convs of 14x14 and 7x7
   // maps and kiln's pass after them took as long as on one thread, each thread in the pass
-  // reading what the other thread's share of the primitive had written; split by rows they took
-  // 24% less (bench/results/2026-12-07-cpu-depthwise-scaling.md). oneDNN gives strided channel
-  // slices only its reference implementation, hence rows.
+  // reading what the other thread's share of the primitive had written; in row parts an image
+  // classifier's depthwise convs took 9-12% less, the call 1.5-7%
+  // (bench/results/2026-12-07-cpu-depthwise-scaling.md). oneDNN gives strided channel slices only
+  // its reference implementation, hence rows.
   void run_in_row_parts(const ConvGeometry& g, const float* x, float* y, float* mean) {
     std::vector<RowPart>& parts = row_parts_for(g);
     const Activation act = deferred_activation(false);
