@@ -1,6 +1,6 @@
-// The CPU's kernel variants (oneDNN's implementations of a large convolution): each computes
-// what the reference computes; the engine times them only when asked (kiln build) and otherwise
-// takes a bundle's saved choice, made on the same CPU with the same threads, or the default.
+// The CPU's kernel variants (oneDNN's implementations of a large convolution; a depthwise conv in
+// parts of its output rows): each computes what the reference computes; the engine times them only when asked (kiln
+// build) and otherwise takes a bundle's saved choice, made on the same CPU with the same threads, or the default.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -40,7 +40,9 @@ TEST(CpuPlans, EveryConvImplementationMatchesTheReference) {
     auto e = forced.forced(variant);
     const std::vector<float> got = test::logits(*e, input);
     const int taken = test::ForcedVariants::taken(*e, kSizes, variant, "cpu");
-    if (variant == "onednn") EXPECT_GE(taken, 5) << "the forced plan was not used";
+    if (variant == "onednn") {
+      EXPECT_GE(taken, 5) << "the forced plan was not used";
+    }
     if (variant != "onednn") others += taken;
     EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-4) << variant;
   }
@@ -48,12 +50,23 @@ TEST(CpuPlans, EveryConvImplementationMatchesTheReference) {
   EXPECT_GE(others, 3);
 }
 
+// Sets the CPU thread count while alive, then restores it.
+class ThreadsFor {
+ public:
+  explicit ThreadsFor(int n) { cpu::set_threads(n); }
+  ~ThreadsFor() { cpu::set_threads(before_); }
+  ThreadsFor(const ThreadsFor&) = delete;
+  ThreadsFor& operator=(const ThreadsFor&) = delete;
+
+ private:
+  int before_ = cpu::threads();
+};
+
 // The depthwise convs split by output rows (onednn_row_parts): parts of several rows, of one
 // row each, and with more parts than threads, against the reference; stride 1 and 2, 3x3 and
 // 5x5 kernels, TF "same" padding (uneven) too, batch 1 and 3. The split and the sums of each
 // row do not depend on the thread count.
 TEST(CpuPlans, DepthwiseConvsInRowPartsMatchTheReference) {
-  const int before = cpu::threads();
   for (const auto& [k, stride, same] : {std::tuple{3, 2, false}, std::tuple{5, 1, true}, std::tuple{5, 2, true}}) {
     const ModelDefinition def = test::mbconv_graph(10, k, stride, same);
     for (const auto& [batch, size, threads] : {std::tuple{1, 45, 4}, std::tuple{1, 30, 64}, std::tuple{3, 37, 8}}) {
@@ -63,13 +76,12 @@ TEST(CpuPlans, DepthwiseConvsInRowPartsMatchTheReference) {
       const Tensor input = test::random_input(def, batch, size, size, 5);
       Engine reference(def.graph(), def.constants(), EngineOptions{"cpu-reference"});
       const std::vector<float> want = test::logits(reference, input);
-      cpu::set_threads(threads);
+      const ThreadsFor set(threads);
       const test::ForcedVariants forced(def, sizes, "cpu");
       auto e = forced.forced("onednn_row_parts");
       const std::vector<float> got = test::logits(*e, input);
       EXPECT_EQ(test::ForcedVariants::taken(*e, sizes, "onednn_row_parts", "cpu"), 2) << "both depthwise convs";
       EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-4);
-      cpu::set_threads(before);
     }
   }
 }
@@ -77,7 +89,6 @@ TEST(CpuPlans, DepthwiseConvsInRowPartsMatchTheReference) {
 // Depthwise convs with no squeeze-excite after them (detection networks' large-kernel blocks):
 // the row parts apply their SiLU, or none, without the sums.
 TEST(CpuPlans, DepthwiseConvsInRowPartsWithoutAMeanMatchTheReference) {
-  const int before = cpu::threads();
   test::GraphMaker g(9);
   int x = g.conv(g.input(3), 32, 3, 2, false, Activation::SiLU);
   x = g.conv(x, 32, 7, 1, true, Activation::SiLU);
@@ -88,13 +99,12 @@ TEST(CpuPlans, DepthwiseConvsInRowPartsWithoutAMeanMatchTheReference) {
   const Tensor input = test::random_input(g.def, 1, 41, 41, 3);
   Engine reference(g.def.graph(), g.def.constants(), EngineOptions{"cpu-reference"});
   const std::vector<float> want = test::logits(reference, input);
-  cpu::set_threads(3);
+  const ThreadsFor set(3);
   const test::ForcedVariants forced(g.def, sizes, "cpu");
   auto e = forced.forced("onednn_row_parts");
   const std::vector<float> got = test::logits(*e, input);
   EXPECT_EQ(test::ForcedVariants::taken(*e, sizes, "onednn_row_parts", "cpu"), 2);
   EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-4);
-  cpu::set_threads(before);
 }
 
 // A CPU backend whose timings are made up: the last variant of every kernel is the fastest by

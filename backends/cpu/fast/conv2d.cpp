@@ -19,7 +19,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include "backends/cpu/activation.h"
 #include "backends/cpu/constant_floats.h"
@@ -89,6 +88,18 @@ void apply_gate(const float* x, const float* gate, float* out, int n, int64_t pi
     }
 }
 
+// mean[n, c] from sums[n, part, c] over an image's parts (chunks of its pixels, or its rows),
+// added in order, over `pixels` pixels.
+void mean_of_parts(const double* sums, float* mean, int n, int64_t parts, int c, int64_t pixels) {
+#pragma omp parallel for schedule(static)
+  for (int img = 0; img < n; ++img)
+    for (int ch = 0; ch < c; ++ch) {
+      double total = 0;
+      for (int64_t k = 0; k < parts; ++k) total += sums[(img * parts + k) * c + ch];
+      mean[static_cast<int64_t>(img) * c + ch] = static_cast<float>(total / static_cast<double>(pixels));
+    }
+}
+
 // mean[n, c] = y[n, :, c] averaged over the pixels, in double like the reference (float sums
 // over 112 x 112 pixels moved an image classifier's logits by 1.6e-4): each image's pixels in
 // chunks over the threads (at batch 1 images alone would leave all but one thread idle), then
@@ -102,13 +113,7 @@ void channel_mean(float* y, float* mean, int n, int64_t pixels, int c, Activatio
     for (int64_t k = 0; k < chunks; ++k)
       add_rows(y + (static_cast<int64_t>(img) * pixels + k * kChunk) * c, partial.data() + (img * chunks + k) * c,
                std::min(kChunk, pixels - k * kChunk), c, act);
-#pragma omp parallel for schedule(static)
-  for (int img = 0; img < n; ++img)
-    for (int ch = 0; ch < c; ++ch) {
-      double total = 0;
-      for (int64_t k = 0; k < chunks; ++k) total += partial[(img * chunks + k) * c + ch];
-      mean[static_cast<int64_t>(img) * c + ch] = static_cast<float>(total / static_cast<double>(pixels));
-    }
+  mean_of_parts(partial.data(), mean, n, chunks, c, pixels);
 }
 
 class OnednnConv2dKernel : public CpuKernel {
@@ -149,7 +154,8 @@ class OnednnConv2dKernel : public CpuKernel {
   bool variant_runs(const KernelArgs& a, int variant) const override {
     if (variant == 0) return true;
     const ConvGeometry g = conv2d_geometry(p_, a.inputs[X].shape, w_shape_, *a.node);
-    if (variant == kRowParts) return is_depthwise(p_, w_shape_) && !has(a, Residual) && row_parts(g) > 1;
+    if (variant == kRowParts)
+      return is_depthwise(p_, w_shape_) && !has(a, Residual) && row_parts(g) > 1 && rows_read(g);
     const int64_t macs = static_cast<int64_t>(g.n) * g.oh * g.ow * g.o * (g.c / p_.groups) * p_.kh * p_.kw;
     if (macs < kTimedMacs) return false;
     const Implementations& offered = implementations(g, has(a, Residual));
@@ -251,6 +257,12 @@ class OnednnConv2dKernel : public CpuKernel {
 
   memory::desc bias_md() const { return memory::desc({w_shape_[0]}, memory::data_type::f32, Tag::a); }
 
+  // Input rows one output row reads.
+  int reach() const { return (p_.kh - 1) * p_.dilation_h + 1; }
+  // Whether every output row reads an input row (padding narrower than the kernel's reach):
+  // else a part could lie wholly in the padding, which a primitive of its own cannot express.
+  bool rows_read(const ConvGeometry& g) const { return g.pad_top < reach() && g.pad_bottom < reach(); }
+
   // Parts per image: one per thread where the images alone leave threads idle, at most a row each.
   static int row_parts(const ConvGeometry& g) {
     const int threads = cpu::threads();
@@ -259,62 +271,47 @@ class OnednnConv2dKernel : public CpuKernel {
 
   // A depthwise conv in parts of its output rows: each part of each image is a work item over
   // the threads, which runs the part's own primitive (single-threaded: oneDNN inside an OpenMP
-  // region runs on the calling thread) and then, on the rows it just wrote, the deferred
-  // activation and each row's channel sums. The mean adds the rows' sums in row order, so it does
-  // not depend on the parts. Why: at batch 1 on 2 threads, the depthwise convs of 14x14 and 7x7
+  // region runs on the calling thread, in its OpenMP build) and then, on the rows it just wrote,
+  // the deferred activation and each row's channel sums. The mean adds the rows' sums in row
+  // order, whatever the parts (oneDNN may pick another implementation for a part's shape than
+  // for the whole, which may round differently). Why: at batch 1 on 2 threads, the depthwise convs of 14x14 and 7x7
   // maps and kiln's pass after them took as long as on one thread, each thread in the pass
   // reading what the other thread's share of the primitive had written; in row parts an image
   // classifier's depthwise convs took 9-12% less, the call 1.5-7%
   // (bench/results/2026-12-07-cpu-depthwise-scaling.md). oneDNN gives strided channel slices only
   // its reference implementation, hence rows.
   void run_in_row_parts(const ConvGeometry& g, const float* x, float* y, float* mean) {
-    std::vector<RowPart>& parts = row_parts_for(g);
-    const Activation act = deferred_activation(false);
-    const int threads = std::max(cpu::threads(), omp_get_max_threads());  // the team's size, whoever set it
-    if (streams_.size() < static_cast<size_t>(threads)) {
-      streams_.clear();
-      for (int t = 0; t < threads; ++t) streams_.emplace_back(cpu::onednn_engine());
-      part_scratch_.assign(threads, {});
-    }
+    const std::vector<RowPart>& parts = row_parts_for(g);
+    const int64_t count = static_cast<int64_t>(parts.size());
     if (mean) row_sums_.assign(static_cast<size_t>(g.n) * g.oh * g.o, 0.0);
-    const int64_t in_image = int64_t{g.h} * g.w * g.c, out_image = int64_t{g.oh} * g.ow * g.o,
-                  row = int64_t{g.ow} * g.o;
-    const int64_t items = int64_t{g.n} * static_cast<int64_t>(parts.size());
 #pragma omp parallel for schedule(static)
-    for (int64_t item = 0; item < items; ++item) {
-      const int64_t img = item / static_cast<int64_t>(parts.size());
-      RowPart& part = parts[item % static_cast<int64_t>(parts.size())];
-      const int thread = omp_get_thread_num();
-      dnnl::engine& engine = cpu::onednn_engine();
-      std::vector<char>& scratch = part_scratch_[thread];
-      const memory::desc pad = part.prim.pd.scratchpad_desc();
-      if (scratch.size() < pad.get_size()) scratch.resize(pad.get_size());
-      float* out = y + img * out_image + part.first_row * row;
-      std::unordered_map<int, memory> args = {
-          {DNNL_ARG_SRC, memory(part.prim.pd.src_desc(), engine,
-                                const_cast<float*>(x) + img * in_image + int64_t{part.first_input} * g.w * g.c)},
-          {DNNL_ARG_WEIGHTS, *part.prim.weights},
-          {DNNL_ARG_DST, memory(part.prim.pd.dst_desc(), engine, out)},
-          {DNNL_ARG_SCRATCHPAD, memory(pad, engine, scratch.data())},
-      };
-      if (!bias_.empty()) args.emplace(DNNL_ARG_BIAS, memory(bias_md(), engine, const_cast<float*>(bias_.data())));
-      part.prim.conv.execute(streams_[thread], args);
-      streams_[thread].wait();
-      for (int r = part.first_row; r < part.end_row; ++r, out += row) {
-        if (mean)
-          add_rows(out, row_sums_.data() + (img * g.oh + r) * g.o, g.ow, g.o, act);
-        else if (act != Activation::None)
-          for (int px = 0; px < g.ow; ++px) cpu::bias_activation_row(out + int64_t{px} * g.o, g.o, nullptr, act);
-      }
+    for (int64_t item = 0; item < int64_t{g.n} * count; ++item)
+      run_part(g, parts[item % count], item / count, x, y, mean != nullptr);
+    if (mean) mean_of_parts(row_sums_.data(), mean, g.n, g.oh, g.o, int64_t{g.oh} * g.ow);
+  }
+
+  // One part of one image, on the calling thread (its own oneDNN stream and scratchpad).
+  void run_part(const ConvGeometry& g, const RowPart& part, int64_t img, const float* x, float* y, bool mean) {
+    const Activation act = deferred_activation(false);
+    const int64_t row = int64_t{g.ow} * g.o;
+    float* out = y + (img * g.oh + part.first_row) * row;
+    dnnl::engine& engine = cpu::onednn_engine();
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC,
+         memory(part.prim.pd.src_desc(), engine, const_cast<float*>(x) + ((img * g.h) + part.first_input) * g.w * g.c)},
+        {DNNL_ARG_WEIGHTS, *part.prim.weights},
+        {DNNL_ARG_DST, memory(part.prim.pd.dst_desc(), engine, out)},
+        {DNNL_ARG_SCRATCHPAD, cpu::onednn_scratchpad(part.prim.pd.scratchpad_desc())},
+    };
+    if (!bias_.empty()) args.emplace(DNNL_ARG_BIAS, memory(bias_md(), engine, const_cast<float*>(bias_.data())));
+    part.prim.conv.execute(cpu::onednn_stream(), args);
+    cpu::onednn_stream().wait();
+    for (int r = part.first_row; r < part.end_row; ++r, out += row) {
+      if (mean)
+        add_rows(out, row_sums_.data() + (img * g.oh + r) * g.o, g.ow, g.o, act);
+      else if (act != Activation::None)
+        cpu::bias_activation_row(out, static_cast<int>(row), nullptr, act);
     }
-    if (!mean) return;
-    const double pixels = static_cast<double>(g.oh) * g.ow;
-    for (int img = 0; img < g.n; ++img)
-      for (int ch = 0; ch < g.o; ++ch) {
-        double total = 0;
-        for (int r = 0; r < g.oh; ++r) total += row_sums_[(static_cast<size_t>(img) * g.oh + r) * g.o + ch];
-        mean[static_cast<int64_t>(img) * g.o + ch] = static_cast<float>(total / pixels);
-      }
   }
 
   // The parts of an input size at the current thread count (made once).
@@ -324,7 +321,7 @@ class OnednnConv2dKernel : public CpuKernel {
     auto it = row_parts_.find(key);
     if (it != row_parts_.end()) return it->second;
     std::vector<RowPart> parts(count);
-    const int reach = (p_.kh - 1) * p_.dilation_h + 1;  // input rows one output row reads
+    const int reach = this->reach();
     for (int k = 0; k < count; ++k) {
       RowPart& part = parts[k];
       part.first_row = static_cast<int>(int64_t{k} * g.oh / count);
@@ -338,10 +335,9 @@ class OnednnConv2dKernel : public CpuKernel {
       pg.oh = part.end_row - part.first_row;
       pg.pad_top = part.first_input - top;
       pg.pad_bottom = (pg.oh - 1) * p_.stride_h + reach - pg.h - pg.pad_top;
-      auto pd = implementation(pg, false, "");
-      KILN_CHECK(pd && pg.pad_bottom >= 0, "[cpu] conv2d: oneDNN has no implementation for rows {}..{}", part.first_row,
-                 part.end_row);
-      part.prim.pd = *pd;
+      KILN_CHECK(pg.h >= 1 && pg.pad_bottom >= 0, "[cpu] conv2d: output rows {}..{} read no input row", part.first_row,
+                 part.end_row);                       // rows_read excludes it
+      part.prim.pd = *implementation(pg, false, "");  // oneDNN's pick, which throws where there is none
       part.prim.conv = dnnl::convolution_forward(part.prim.pd);
       part.prim.weights = &weights_for(part.prim.pd.weights_desc());
     }
@@ -444,8 +440,6 @@ class OnednnConv2dKernel : public CpuKernel {
   std::map<std::tuple<int, int, int, bool, int>, Primitive> primitives_;  // by size, residual and variant
   std::map<std::tuple<int, int, int, int>, std::vector<RowPart>> row_parts_;  // by size and part count
   std::vector<double> row_sums_;                                              // run_in_row_parts': [N, OH, O]
-  std::vector<dnnl::stream> streams_;                                         // one per thread
-  std::vector<std::vector<char>> part_scratch_;                               // oneDNN's scratchpad per thread
   // Filled by the const variant_runs: an engine runs one plan's kernels at a time.
   mutable std::map<std::tuple<int, int, int, bool>, Implementations> implementations_;
 };
