@@ -79,7 +79,7 @@ std::vector<HostTensor> made_up_inputs(const Graph& g, const Bindings& sizes, co
     if (const auto it = spread.find(val.name); it != spread.end()) {
       KILN_CHECK(!t.shape.empty() && t.shape[0] > 0, "[bench] --spread: input '{}' has no rows", val.name);
       const int64_t rows = t.shape[0], inner = t.numel() / rows, n = it->second;
-      // r * n / rows without overflow: n is at most an int32 or checked against it below.
+      // r * n / rows in 128 bits (both may be near 2^63); at most n - 1.
       set_integers(t, "--spread", val.name, n - 1,
                    [&](int64_t i) { return static_cast<int64_t>(static_cast<__int128>(i / inner) * n / rows); });
     }
