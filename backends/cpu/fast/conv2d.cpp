@@ -183,18 +183,11 @@ class OnednnConv2dKernel : public CpuKernel {
     }
     float* y = a.outputs[0].as<float>();
     if (variant == kRowParts) return run_in_row_parts(g, x, y, p_.mean_output ? a.outputs[1].as<float>() : nullptr);
-    dnnl::engine& engine = cpu::onednn_engine();
     Primitive& prim = primitive_for(g, residual, variant);
-    std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC, memory(prim.pd.src_desc(), engine, const_cast<float*>(x))},
-        {DNNL_ARG_WEIGHTS, *prim.weights},
-        {DNNL_ARG_DST, memory(prim.pd.dst_desc(), engine, y)},
-        {DNNL_ARG_SCRATCHPAD, cpu::onednn_scratchpad(prim.pd.scratchpad_desc())},
-    };
-    if (!bias_.empty()) args.emplace(DNNL_ARG_BIAS, memory(bias_md(), engine, const_cast<float*>(bias_.data())));
+    std::unordered_map<int, memory> args = primitive_args(prim, x, y);
     if (residual)
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(prim.residual_post_op) | DNNL_ARG_SRC_1,
-                   memory(prim.pd.dst_desc(), engine, const_cast<void*>(a.inputs[Residual].data)));
+                   memory(prim.pd.dst_desc(), cpu::onednn_engine(), const_cast<void*>(a.inputs[Residual].data)));
     prim.conv.execute(cpu::onednn_stream(), args);
     cpu::onednn_stream().wait();
     if (p_.mean_output)
@@ -257,6 +250,20 @@ class OnednnConv2dKernel : public CpuKernel {
 
   memory::desc bias_md() const { return memory::desc({w_shape_[0]}, memory::data_type::f32, Tag::a); }
 
+  // A primitive's arguments for input x and output y: the weights, the bias where there is one,
+  // and a scratchpad of the calling thread's own.
+  std::unordered_map<int, memory> primitive_args(const Primitive& prim, const float* x, float* y) const {
+    dnnl::engine& engine = cpu::onednn_engine();
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, memory(prim.pd.src_desc(), engine, const_cast<float*>(x))},
+        {DNNL_ARG_WEIGHTS, *prim.weights},
+        {DNNL_ARG_DST, memory(prim.pd.dst_desc(), engine, y)},
+        {DNNL_ARG_SCRATCHPAD, cpu::onednn_scratchpad(prim.pd.scratchpad_desc())},
+    };
+    if (!bias_.empty()) args.emplace(DNNL_ARG_BIAS, memory(bias_md(), engine, const_cast<float*>(bias_.data())));
+    return args;
+  }
+
   // Input rows one output row reads.
   int reach() const { return (p_.kh - 1) * p_.dilation_h + 1; }
   // Whether every output row reads an input row (padding narrower than the kernel's reach):
@@ -274,20 +281,20 @@ class OnednnConv2dKernel : public CpuKernel {
   // region runs on the calling thread, in its OpenMP build) and then, on the rows it just wrote,
   // the deferred activation and each row's channel sums. The mean adds the rows' sums in row
   // order, whatever the parts (oneDNN may pick another implementation for a part's shape than
-  // for the whole, which may round differently). Why: at batch 1 on 2 threads, the depthwise convs of 14x14 and 7x7
-  // maps and kiln's pass after them took as long as on one thread, each thread in the pass
-  // reading what the other thread's share of the primitive had written; in row parts an image
-  // classifier's depthwise convs took 9-12% less, the call 1.5-7%
-  // (bench/results/2026-12-07-cpu-depthwise-scaling.md). oneDNN gives strided channel slices only
-  // its reference implementation, hence rows.
+  // for the whole, which may round differently). Why: at batch 1 on 2 threads, the depthwise
+  // convs of 14x14 and 7x7 maps and kiln's pass after them took as long as on one thread, each
+  // thread in the pass reading what the other thread's share of the primitive had written; in
+  // row parts an image classifier's depthwise convs took 9-12% less, the call 1.5-7%
+  // (bench/results/2026-12-07-cpu-depthwise-scaling.md). oneDNN gives strided channel slices
+  // only its reference implementation, hence rows.
   void run_in_row_parts(const ConvGeometry& g, const float* x, float* y, float* mean) {
     const std::vector<RowPart>& parts = row_parts_for(g);
     const int64_t count = static_cast<int64_t>(parts.size());
-    if (mean) row_sums_.assign(static_cast<size_t>(g.n) * g.oh * g.o, 0.0);
+    if (mean) partial_.assign(static_cast<size_t>(g.n) * g.oh * g.o, 0.0);
 #pragma omp parallel for schedule(static)
     for (int64_t item = 0; item < int64_t{g.n} * count; ++item)
       run_part(g, parts[item % count], item / count, x, y, mean != nullptr);
-    if (mean) mean_of_parts(row_sums_.data(), mean, g.n, g.oh, g.o, int64_t{g.oh} * g.ow);
+    if (mean) mean_of_parts(partial_.data(), mean, g.n, g.oh, g.o, int64_t{g.oh} * g.ow);
   }
 
   // One part of one image, on the calling thread (its own oneDNN stream and scratchpad).
@@ -295,20 +302,12 @@ class OnednnConv2dKernel : public CpuKernel {
     const Activation act = deferred_activation(false);
     const int64_t row = int64_t{g.ow} * g.o;
     float* out = y + (img * g.oh + part.first_row) * row;
-    dnnl::engine& engine = cpu::onednn_engine();
-    std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC,
-         memory(part.prim.pd.src_desc(), engine, const_cast<float*>(x) + ((img * g.h) + part.first_input) * g.w * g.c)},
-        {DNNL_ARG_WEIGHTS, *part.prim.weights},
-        {DNNL_ARG_DST, memory(part.prim.pd.dst_desc(), engine, out)},
-        {DNNL_ARG_SCRATCHPAD, cpu::onednn_scratchpad(part.prim.pd.scratchpad_desc())},
-    };
-    if (!bias_.empty()) args.emplace(DNNL_ARG_BIAS, memory(bias_md(), engine, const_cast<float*>(bias_.data())));
-    part.prim.conv.execute(cpu::onednn_stream(), args);
+    part.prim.conv.execute(cpu::onednn_stream(),
+                           primitive_args(part.prim, x + (img * g.h + part.first_input) * g.w * g.c, out));
     cpu::onednn_stream().wait();
     for (int r = part.first_row; r < part.end_row; ++r, out += row) {
       if (mean)
-        add_rows(out, row_sums_.data() + (img * g.oh + r) * g.o, g.ow, g.o, act);
+        add_rows(out, partial_.data() + (img * g.oh + r) * g.o, g.ow, g.o, act);
       else if (act != Activation::None)
         cpu::bias_activation_row(out, static_cast<int>(row), nullptr, act);
     }
@@ -434,12 +433,11 @@ class OnednnConv2dKernel : public CpuKernel {
   Conv2dParams p_;
   Shape w_shape_;
   bool x_is_e4m3_ = false;
-  cpu::ConstantFloats weight_, bias_;                                     // weight_: the source of packed_
-  std::vector<double> partial_;                                           // channel_mean's sums per chunk of pixels
+  cpu::ConstantFloats weight_, bias_;  // weight_: the source of packed_
+  std::vector<double> partial_;        // the mean's sums per chunk of pixels (channel_mean) or per row (row parts)
   std::deque<std::pair<memory::desc, cpu::PackedWeights>> packed_;        // a deque: primitives keep pointers into it
   std::map<std::tuple<int, int, int, bool, int>, Primitive> primitives_;  // by size, residual and variant
   std::map<std::tuple<int, int, int, int>, std::vector<RowPart>> row_parts_;  // by size and part count
-  std::vector<double> row_sums_;                                              // run_in_row_parts': [N, OH, O]
   // Filled by the const variant_runs: an engine runs one plan's kernels at a time.
   mutable std::map<std::tuple<int, int, int, bool>, Implementations> implementations_;
 };
