@@ -80,6 +80,20 @@ __global__ void update_slice_kernel(UpdateSliceArgs p, int64_t inner) {
   }
 }
 
+// write_rows' and write_heads' source row for row r: index[r], or -1 where the row is left alone
+// (a negative index) or is past the source's count; then `report` (one thread per row) sets the
+// error bit.
+template <typename I>
+__device__ __forceinline__ int64_t source_row(const I* index, int64_t r, int64_t count, bool report, uint32_t* error,
+                                              uint32_t error_bit) {
+  const int64_t j = static_cast<int64_t>(index[r]);
+  if (j >= count) {
+    if (report) atomicOr(error, error_bit);
+    return -1;
+  }
+  return j < 0 ? -1 : j;
+}
+
 // dims: the dims after the first, the last counted in units of U.
 struct RowDims {
   int64_t out[8], update[8];
@@ -95,12 +109,8 @@ __global__ void write_rows_kernel(WriteRowsArgs p, RowDims dims, int64_t out_row
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = e / update_row, k = e % update_row;
-    const int64_t j = static_cast<int64_t>(index[r]);
+    const int64_t j = source_row(index, r, p.count, k == 0, p.error, p.error_bit);
     if (j < 0) continue;
-    if (j >= p.count) {
-      if (k == 0) atomicOr(p.error, p.error_bit);
-      continue;
-    }
     int64_t rest = k, at = 0, stride = 1;
     for (int d = p.rank - 2; d >= 0; --d) {
       at += (rest % dims.update[d]) * stride;
@@ -122,12 +132,9 @@ __global__ void write_heads_kernel(WriteHeadsArgs p, int64_t head_units, int64_t
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t k = e % head_units, t = e / head_units % p.positions, h = e / (head_units * p.positions) % p.heads,
                   r = e / (head_units * p.positions * p.heads);
-    const int64_t j = static_cast<int64_t>(index[r]);
+    const int64_t j =
+        source_row(index, r, p.count, e % (head_units * p.positions * p.heads) == 0, p.error, p.error_bit);
     if (j < 0) continue;
-    if (j >= p.count) {
-      if (e % (head_units * p.positions * p.heads) == 0) atomicOr(p.error, p.error_bit);
-      continue;
-    }
     out[((r * p.heads + h) * p.capacity + t) * head_units + k] =
         source[(j * p.positions + t) * width_units + column_units + h * head_units + k];
   }

@@ -12,15 +12,7 @@ namespace {
 enum : int { Q = 0, K, V, Mask, KvLength, KvRows };
 
 bool supports_attention(const Graph& g, const Node& n) {
-  auto f32_or_f16 = [](DType t) { return t == DType::F32 || t == DType::F16; };
-  if (!f32_or_f16(input_dtype(g, n, Q)) || !f32_or_f16(output_dtypes(g, n)[0])) return false;
-  if (n.input(Mask) >= 0 && !f32_or_f16(input_dtype(g, n, Mask))) return false;
-  for (int slot : {KvLength, KvRows}) {
-    if (n.input(slot) < 0) continue;
-    const DType t = input_dtype(g, n, slot);
-    if (t != DType::I32 && t != DType::I64) return false;
-  }
-  return true;
+  return attention_types_supported(g, n, Q, Mask, {KvLength, KvRows});
 }
 
 class AttentionKernel : public Kernel {

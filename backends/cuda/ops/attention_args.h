@@ -1,5 +1,6 @@
-// What the host sides of attention and kv_cache_attention (attention.cpp and
-// kv_cache_attention.cpp here) fill alike in the kernels' AttentionArgs.
+// What the host sides of attention, qkv_attention and kv_cache_attention (attention.cpp,
+// qkv_attention.cpp and kv_cache_attention.cpp here) share: the types they take, and what they
+// fill alike in the kernels' AttentionArgs.
 #pragma once
 
 #include <cmath>
@@ -9,6 +10,22 @@
 #include "backends/cuda/cuda_kernel.h"
 
 namespace kiln {
+
+// Whether the kernels take the node's types: fp32 or fp16 at input `values` (q, or the stacked
+// projection) and in the output, at input `mask` where given, and integers at `indices` (lengths,
+// rows, offsets) where given.
+inline bool attention_types_supported(const Graph& g, const Node& n, int values, int mask,
+                                      std::initializer_list<int> indices) {
+  const auto real = [](DType t) { return t == DType::F32 || t == DType::F16; };
+  if (!real(input_dtype(g, n, values)) || !real(output_dtypes(g, n)[0])) return false;
+  if (mask >= 0 && n.input(mask) >= 0 && !real(input_dtype(g, n, mask))) return false;
+  for (int slot : indices) {
+    if (n.input(slot) < 0) continue;
+    const DType t = input_dtype(g, n, slot);
+    if (t != DType::I32 && t != DType::I64) return false;
+  }
+  return true;
+}
 
 // Once the sizes are set: the contiguous layouts (a packed form sets its own after), the scale
 // (the attribute's 0 meaning 1 / sqrt(d)), causal, kv_length and kv_rows where given (inputs

@@ -33,13 +33,7 @@ const ShapeSpec* state_shape(const Graph& g, int value) {
 }
 
 bool supports_kv_cache_attention(const Graph& g, const Node& n) {
-  const DType t = input_dtype(g, n, Qkv);
-  if (t != DType::F32 && t != DType::F16) return false;
-  for (int slot : {Offset, KvLength, KvRows}) {
-    if (n.input(slot) < 0) continue;
-    const DType i = input_dtype(g, n, slot);
-    if (i != DType::I32 && i != DType::I64) return false;
-  }
+  if (!attention_types_supported(g, n, Qkv, -1, {Offset, KvLength, KvRows})) return false;
   // Head widths the step kernel takes, from the caches' states (fixed in their last dim).
   const ShapeSpec* k = state_shape(g, n.inputs[KCache]);
   const ShapeSpec* v = state_shape(g, n.inputs[VCache]);

@@ -12,14 +12,7 @@ namespace {
 enum : int { Qkv = 0, Mask, KvLength };
 
 bool supports_qkv_attention(const Graph& g, const Node& n) {
-  auto f32_or_f16 = [](DType t) { return t == DType::F32 || t == DType::F16; };
-  if (!f32_or_f16(input_dtype(g, n, Qkv)) || !f32_or_f16(output_dtypes(g, n)[0])) return false;
-  if (n.input(Mask) >= 0 && !f32_or_f16(input_dtype(g, n, Mask))) return false;
-  if (n.input(KvLength) >= 0) {
-    const DType t = input_dtype(g, n, KvLength);
-    if (t != DType::I32 && t != DType::I64) return false;
-  }
-  return true;
+  return attention_types_supported(g, n, Qkv, Mask, {KvLength});
 }
 
 class QkvAttentionKernel : public Kernel {

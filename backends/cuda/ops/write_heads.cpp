@@ -1,21 +1,14 @@
 // write_heads on the GPU: a projection's heads copied into the rows of a state by an index read
-// from device memory (indexed_copy.cu). The output is normally target's own memory (the op is in
-// place); where the engine gave it memory of its own, target is copied there first. An index
-// past the source's rows writes nothing for its row and sets the error word, so that the run
-// fails as on the CPU.
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/cuda_kernel.h"
+// from device memory (indexed_copy.cu), in place on target (indexed_write.h). An index past the
+// source's rows writes nothing for its row and sets the error word, so that the run fails as on
+// the CPU.
 #include "backends/cuda/indexed_copy.cuh"
+#include "backends/cuda/ops/indexed_write.h"
 #include "core/dtype.h"
 
 namespace kiln {
 
 namespace {
-
-bool supports_write_heads(const Graph& g, const Node& n) {
-  const DType t = input_dtype(g, n, 2);
-  return t == DType::I32 || t == DType::I64;
-}
 
 class WriteHeadsKernel : public Kernel {
  public:
@@ -26,8 +19,7 @@ class WriteHeadsKernel : public Kernel {
   void run(const KernelArgs& a, int) override {
     const TensorRef &target = a.inputs[0], &source = a.inputs[1], &index = a.inputs[2], &y = a.outputs[0];
     const cudaStream_t stream = stream_of(a);
-    if (y.data != target.data)
-      KILN_CUDA_CHECK(cudaMemcpyAsync(y.data, target.data, target.bytes(), cudaMemcpyDeviceToDevice, stream));
+    copy_target_unless_in_place(target, y, stream);
     cuda::WriteHeadsArgs w;
     w.source = source.data;
     w.out = y.data;
@@ -55,7 +47,7 @@ class WriteHeadsKernel : public Kernel {
 }  // namespace
 
 KILN_REGISTER_CUDA_KERNELS(write_heads) {
-  registry.add("write_heads", {supports_write_heads, make_cuda_kernel<WriteHeadsKernel>, supports_write_heads});
+  registry.add("write_heads", {supports_indexed_write, make_cuda_kernel<WriteHeadsKernel>, supports_indexed_write});
 }
 
 }  // namespace kiln

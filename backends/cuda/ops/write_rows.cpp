@@ -1,20 +1,13 @@
 // write_rows on the GPU: rows of any element type copied by an index read from device memory
-// (indexed_copy.cu). The output is normally target's own memory (the op is in place); where
-// the engine gave it memory of its own, target is copied there first. An index past update's
-// rows writes nothing for its row and sets the error word, so that the run fails as on the CPU.
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/cuda_kernel.h"
+// (indexed_copy.cu), in place on target (indexed_write.h). An index past update's rows writes
+// nothing for its row and sets the error word, so that the run fails as on the CPU.
 #include "backends/cuda/indexed_copy.cuh"
+#include "backends/cuda/ops/indexed_write.h"
 #include "core/dtype.h"
 
 namespace kiln {
 
 namespace {
-
-bool supports_write_rows(const Graph& g, const Node& n) {
-  const DType t = input_dtype(g, n, 2);
-  return t == DType::I32 || t == DType::I64;
-}
 
 class WriteRowsKernel : public Kernel {
  public:
@@ -23,8 +16,7 @@ class WriteRowsKernel : public Kernel {
   void run(const KernelArgs& a, int) override {
     const TensorRef &target = a.inputs[0], &update = a.inputs[1], &index = a.inputs[2], &y = a.outputs[0];
     const cudaStream_t stream = stream_of(a);
-    if (y.data != target.data)
-      KILN_CUDA_CHECK(cudaMemcpyAsync(y.data, target.data, target.bytes(), cudaMemcpyDeviceToDevice, stream));
+    copy_target_unless_in_place(target, y, stream);
     cuda::WriteRowsArgs w;
     w.update = update.data;
     w.out = y.data;
@@ -50,7 +42,7 @@ class WriteRowsKernel : public Kernel {
 }  // namespace
 
 KILN_REGISTER_CUDA_KERNELS(write_rows) {
-  registry.add("write_rows", {supports_write_rows, make_cuda_kernel<WriteRowsKernel>, supports_write_rows});
+  registry.add("write_rows", {supports_indexed_write, make_cuda_kernel<WriteRowsKernel>, supports_indexed_write});
 }
 
 }  // namespace kiln
