@@ -1,6 +1,7 @@
 // The CPU's kernel variants (oneDNN's implementations of a large convolution; a depthwise conv in
-// parts of its output rows): each computes what the reference computes; the engine times them only when asked (kiln
-// build) and otherwise takes a bundle's saved choice, made on the same CPU with the same threads, or the default.
+// parts of its output rows; a gated conv with the gate in its weights): each computes what the reference computes; the
+// engine times them only when asked (kiln build) and otherwise takes a bundle's saved choice, made on the same CPU with
+// the same threads, or the default.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -105,6 +106,35 @@ TEST(CpuPlans, DepthwiseConvsInRowPartsWithoutAMeanMatchTheReference) {
   const std::vector<float> got = test::logits(*e, input);
   EXPECT_EQ(test::ForcedVariants::taken(*e, sizes, "onednn_row_parts", "cpu"), 2);
   EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-4);
+}
+
+// Gated convs with the gate in their weights (onednn_gated_weights), against the reference: with
+// and without a residual, batch 1 and 3 (each image its own gate), 3x3 and 1x1, the weights
+// scaled on one thread (small layers) and over the threads (a 256 -> 160 conv).
+TEST(CpuPlans, GatedConvsWithTheGateInTheirWeightsMatchTheReference) {
+  test::GraphMaker wide(4);
+  int x = wide.conv(wide.input(3), 256, 3, 2, false, Activation::SiLU);
+  x = wide.squeeze_excite(x, 16);
+  x = wide.conv(x, 160, 1, 1, false, Activation::None);
+  x = wide.squeeze_excite(x, 8);
+  x = wide.conv(x, 24, 3, 1, false, Activation::SiLU);
+  wide.finish(wide.linear(wide.flatten(wide.pool(x)), 10, Activation::None));
+  const std::tuple<std::string, ModelDefinition, int> cases[] = {{"mbconv", test::mbconv_graph(10, 3, 2, false), 2},
+                                                                 {"wide", wide.def, 2}};
+  for (const auto& [name, def, gated] : cases)
+    for (const int batch : {1, 3}) {
+      SCOPED_TRACE(fmt::format("{} at batch {}", name, batch));
+      const Bindings sizes = test::image_sizes(batch, 29, 29);
+      const Tensor input = test::random_input(def, batch, 29, 29, 8);
+      Engine reference(def.graph(), def.constants(), EngineOptions{"cpu-reference"});
+      const std::vector<float> want = test::logits(reference, input);
+      const ThreadsFor set(3);
+      const test::ForcedVariants forced(def, sizes, "cpu");
+      auto e = forced.forced("onednn_gated_weights");
+      const std::vector<float> got = test::logits(*e, input);
+      EXPECT_EQ(test::ForcedVariants::taken(*e, sizes, "onednn_gated_weights", "cpu"), gated);
+      EXPECT_LT(test::max_abs_diff(got.data(), want.data(), want.size()), 1e-4);
+    }
 }
 
 // A CPU backend whose timings are made up: the last variant of every kernel is the fastest by

@@ -4,8 +4,10 @@
 # and PyTorch, at THREADS (default "2 16") threads and batch 1 and 8, each peer in its own
 # process, one after another; with bin/kiln-baseline packed (pack.sh BASELINE=FILE) that build too,
 # after kiln. kiln's bundle is built once per thread count, with those threads: an fp32 build
-# times oneDNN's conv implementations on this CPU and keeps them for that thread count. Results go to OUT (JSON lines; the ONNX model, split in 15 MB parts, for timing ONNX
-# Runtime elsewhere).
+# times the CPU kernels' variants on this CPU and keeps its choices for that thread count; the
+# baseline builds its own (a plan naming a variant a build lacks runs that node's default).
+# Results go to OUT (JSON lines; the ONNX model, split in 15 MB parts, for timing ONNX Runtime
+# elsewhere).
 #   scripts/device/run-cpu.sh STAGE OUT
 set -uo pipefail
 stage=${1:?usage: run-cpu.sh STAGE OUT}
@@ -20,6 +22,8 @@ ckpt=$stage/data/checkpoints/efficientnet_b0.tfhub-transplant
   tee "$OUT/env.txt"
 for t in ${THREADS:-2 16}; do
   $K --threads "$t" build "$ckpt" -o "/tmp/b0-$t.bundle" --batch 1,8 | tee -a "$OUT/build.txt"
+  [ -x /tmp/k/bin/kiln-baseline ] &&
+    /tmp/k/bin/kiln-baseline --threads "$t" build "$ckpt" -o "/tmp/b0-$t-baseline.bundle" --batch 1,8 > /dev/null
 done
 python3 bench/peers/cpu_peers.py --checkpoint "$ckpt" --peer onnxruntime --threads 1 --batch 1 --samples 3 \
   --onnx /tmp/b0.onnx > /dev/null 2> "$OUT/export.err"
@@ -27,8 +31,8 @@ for round in $(seq "${ROUNDS:-2}"); do
   for t in ${THREADS:-2 16}; do
     timeout 120 $K bench "/tmp/b0-$t.bundle" --device cpu --threads "$t" --batch 1,8 --iters 30 --warmup 5 --json |
       sed "s|^|{\"peer\": \"kiln\", \"threads\": $t, \"round\": $round, \"run\": |; s|$|}|" | tee -a "$OUT/cpu.jsonl"
-    # An earlier commit's build (pack.sh BASELINE=FILE), right after, on the same bundle.
-    [ -x /tmp/k/bin/kiln-baseline ] && timeout 120 /tmp/k/bin/kiln-baseline bench "/tmp/b0-$t.bundle" --device cpu \
+    # An earlier commit's build (pack.sh BASELINE=FILE), right after, on its own bundle.
+    [ -x /tmp/k/bin/kiln-baseline ] && timeout 120 /tmp/k/bin/kiln-baseline bench "/tmp/b0-$t-baseline.bundle" --device cpu \
       --threads "$t" --batch 1,8 --iters 30 --warmup 5 --json |
       sed "s|^|{\"peer\": \"kiln-baseline\", \"threads\": $t, \"round\": $round, \"run\": |; s|$|}|" |
       tee -a "$OUT/cpu.jsonl"
