@@ -100,9 +100,10 @@ void apply_gate(const float* x, const float* gate, float* out, int n, int64_t pi
 }
 
 // mean[n, c] from sums[n, part, c] over an image's parts (chunks of its pixels, or its rows),
-// added in order, over `pixels` pixels.
+// added in order, over `pixels` pixels; images over the threads (one image stays on the calling
+// thread: an OpenMP region costs more than its few thousand additions).
 void mean_of_parts(const double* sums, float* mean, int n, int64_t parts, int c, int64_t pixels) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > 1)
   for (int img = 0; img < n; ++img)
     for (int ch = 0; ch < c; ++ch) {
       double total = 0;
