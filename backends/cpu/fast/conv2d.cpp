@@ -157,8 +157,8 @@ class OnednnConv2dKernel : public CpuKernel {
   // oneDNN's list of implementations changes order once some of them are in its primitive cache.
   // Only convs of at least kTimedMacs multiply-adds offer more than one: smaller ones were as
   // fast with oneDNN's pick, and timing them only lengthens the build. The last two, offered at
-  // any size, run a depthwise conv in parts of its output rows (run_in_row_parts) and a gated
-  // conv with the gate in its weights (run_with_gated_weights).
+  // any size, run a conv in parts of its output rows (run_in_row_parts) and a gated conv with
+  // the gate in its weights (run_with_gated_weights).
   int variants() const override { return kGatedWeights + 1; }
   std::string variant_name(int variant) const override {
     if (variant == kRowParts) return "onednn_row_parts";
@@ -168,8 +168,7 @@ class OnednnConv2dKernel : public CpuKernel {
   bool variant_runs(const KernelArgs& a, int variant) const override {
     if (variant == 0) return true;
     const ConvGeometry g = conv2d_geometry(p_, a.inputs[X].shape, w_shape_, *a.node);
-    if (variant == kRowParts)
-      return is_depthwise(p_, w_shape_) && !has(a, Residual) && row_parts(g) > 1 && rows_read(g);
+    if (variant == kRowParts) return !has(a, Residual) && g.n * row_parts(g) > 1 && rows_read(g);
     if (variant == kGatedWeights) return has(a, Gate) && p_.groups == 1 && !p_.fp8_input();
     const int64_t macs = static_cast<int64_t>(g.n) * g.oh * g.ow * g.o * (g.c / p_.groups) * p_.kh * p_.kw;
     if (macs < kTimedMacs) return false;
@@ -373,13 +372,14 @@ class OnednnConv2dKernel : public CpuKernel {
   // else a part could lie wholly in the padding, which a primitive of its own cannot express.
   bool rows_read(const ConvGeometry& g) const { return g.pad_top < reach() && g.pad_bottom < reach(); }
 
-  // Parts per image: one per thread where the images alone leave threads idle, at most a row each.
+  // Parts per image: one per thread where the images alone leave threads idle, at most a row
+  // each; else one (each image a part).
   static int row_parts(const ConvGeometry& g) {
     const int threads = cpu::threads();
     return g.n >= threads ? 1 : std::min(g.oh, (threads + g.n - 1) / g.n);
   }
 
-  // A depthwise conv in parts of its output rows: each part of each image is a work item over
+  // A conv in parts of its output rows: each part of each image is a work item over
   // the threads, which runs the part's own primitive (single-threaded: oneDNN inside an OpenMP
   // region runs on the calling thread, in its OpenMP build) and then, on the rows it just wrote,
   // the deferred activation and each row's channel sums. The mean adds the rows' sums in row
@@ -388,8 +388,10 @@ class OnednnConv2dKernel : public CpuKernel {
   // convs of 14x14 and 7x7 maps and kiln's pass after them took as long as on one thread, each
   // thread in the pass reading what the other thread's share of the primitive had written; in
   // row parts an image classifier's depthwise convs took 9-12% less, the call 1.5-7%
-  // (bench/results/2026-12-07-cpu-depthwise-scaling.md). oneDNN gives strided channel slices
-  // only its reference implementation, hence rows.
+  // (bench/results/2026-12-07-cpu-depthwise-scaling.md); the stem conv (3 input channels, a
+  // 112 x 112 output) 12% less. oneDNN gives strided channel slices only its reference
+  // implementation, hence rows. Offered for any conv without a residual whose images and parts
+  // make more than one work item; `kiln build` times it (the 1x1 convs kept oneDNN's threading).
   void run_in_row_parts(const ConvGeometry& g, const float* x, float* y, float* mean) {
     const std::vector<RowPart>& parts = row_parts_for(g);
     const int64_t count = static_cast<int64_t>(parts.size());
