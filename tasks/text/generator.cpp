@@ -148,7 +148,12 @@ class Run {
         cache_rows_(HostTensor::zeros("cache_rows", DType::I32, {rows_, cache_capacity})),
         cross_rows_(HostTensor::zeros("cross_rows", DType::I32, {rows_, memory_capacity})),
         results_(sources.size()) {
+    // Longest sources first (ties in input order): the slots that free up together then take
+    // sources of similar lengths, whose encoder batch pads less (a batch is padded to its longest
+    // source). CTranslate2 sorts what it reads ahead the same way. Results keep the input order.
     for (size_t i = 0; i < sources.size(); ++i) waiting_.push_back(static_cast<int64_t>(i));
+    std::stable_sort(waiting_.begin(), waiting_.end(),
+                     [&](int64_t a, int64_t b) { return sources[a].size() > sources[b].size(); });
     // Row r (a beam) reads its source's cross-attention keys from slot r / beams, at every position.
     int32_t* cross = cross_rows_.as<int32_t>();
     for (int64_t r = 0; r < rows_; ++r)
