@@ -75,12 +75,13 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void add_rows(float
   }
 }
 
-// out = w * gate[channel of the run] for runs [first, end) of `run` weights each.
+// out = w * gate[channel of the run] for runs [first, end) of `run` weights each; 0 for runs of
+// the layout's padding alone (channel -1), whatever the gate holds.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_weight_runs(
     const float* __restrict w, float* __restrict out, const int32_t* __restrict channel, const float* __restrict gate,
     int64_t first, int64_t end, int64_t run) {
   for (int64_t r = first; r < end; ++r) {
-    const float s = gate[channel[r]];
+    const float s = channel[r] < 0 ? 0.0f : gate[channel[r]];
 #pragma omp simd
     for (int64_t j = r * run; j < (r + 1) * run; ++j) out[j] = w[j] * s;
   }
@@ -319,7 +320,7 @@ class OnednnConv2dKernel : public CpuKernel {
 
   // The gated copy of a primitive's weights, and the input channel of each run of `run`
   // consecutive weights in its layout (blocked layouts keep a block of output channels of one
-  // input channel together: 16 or 48 in oneDNN's 1x1 convs).
+  // input channel together: 16 or 48 in oneDNN's 1x1 convs), -1 for a run of padding alone.
   struct GatedWeights {
     memory weights;
     std::vector<int32_t> run_channel;
@@ -355,7 +356,7 @@ class OnednnConv2dKernel : public CpuKernel {
           uniform = v == 0 || c == 0 || v == c;
           if (v != 0) c = v;
         }
-        runs[r] = c == 0 ? 0 : static_cast<int32_t>(c) - 1;
+        runs[r] = static_cast<int32_t>(c) - 1;
       }
       if (!uniform) continue;
       gated.run = run;
